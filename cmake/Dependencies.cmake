@@ -1,0 +1,21 @@
+# Every dependency comes from a Debian package installed by scripts/setup.sh.
+# Nothing is downloaded at configure or build time.
+find_package(Threads REQUIRED)
+find_package(OpenMP REQUIRED)
+# Boost 1.81 (libboost1.81-dev): Beast and Asio are header-only.
+find_package(Boost 1.81 REQUIRED CONFIG COMPONENTS headers)
+find_package(OpenSSL REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(fmt REQUIRED)
+find_package(yaml-cpp REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(dnnl REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+if(OMNI_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(OMNI_BUILD_BENCH)
+  find_package(benchmark REQUIRED)
+endif()

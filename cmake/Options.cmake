@@ -1,0 +1,18 @@
+add_compile_options(-Wall -Wextra -Wno-unused-parameter)
+# The machines this runs on have AVX-512; kernels are written for the host.
+if(NOT OMNI_PORTABLE)
+  add_compile_options(-march=native)
+endif()
+
+set(OMNI_SANITIZERS "")
+if(OMNI_ASAN)
+  list(APPEND OMNI_SANITIZERS address)
+endif()
+if(OMNI_UBSAN)
+  list(APPEND OMNI_SANITIZERS undefined)
+endif()
+if(OMNI_SANITIZERS)
+  list(JOIN OMNI_SANITIZERS "," _san)
+  add_compile_options(-fsanitize=${_san} -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=${_san})
+endif()

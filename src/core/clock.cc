@@ -1,0 +1,10 @@
+#include "core/clock.h"
+
+namespace omni {
+
+Clock& Clock::Real() {
+  static RealClock clock;
+  return clock;
+}
+
+}  // namespace omni
