@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs every Debian and npm package omniserve needs to build, test and run.
+# Idempotent: a second run finds everything installed and changes nothing.
+# Run as root on Debian 12. Nothing else is ever downloaded by the build.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
+  # HTTP on Beast/Asio. Boost 1.81 has Beast fixes for C++20 coroutines that
+  # 1.74 lacks; its dev package conflicts with the default 1.74 one, which
+  # apt removes when present (see README, "Boost").
+  libboost1.81-dev
+  # tensors and ops
+  libdnnl-dev
+  # core: JSON, YAML, logging, CLI, hashing, crypto
+  nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev libxxhash-dev libssl-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev wrk curl
+  # reference scripts (goldens are committed; tests do not need these)
+  python3 python3-numpy
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # -y also accepts removing libboost1.74-dev (and packages built on it) when
+  # libboost1.81-dev replaces it.
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all Debian packages present"
+fi
+
+# npm packages (real peers for integration tests) are listed in package.json
+# once the project has any; none are needed yet.
+root="$(cd "$(dirname "$0")/.." && pwd)"
+if [[ -f "$root/package.json" ]]; then
+  (cd "$root" && npm ci --no-audit --no-fund --loglevel=error)
+fi

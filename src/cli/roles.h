@@ -1,0 +1,30 @@
+// The roles of the one `omniserve` binary, for --help and for `up`, which
+// starts the ones this build has (docs/CLI.md).
+#pragma once
+
+#include <string_view>
+
+namespace omni::cli {
+
+struct RoleInfo {
+  std::string_view name;
+  std::string_view summary;
+  bool built;                // false: planned, not in this build yet
+  std::string_view tracked;  // where the missing work is tracked
+};
+
+inline constexpr RoleInfo kRoles[] = {
+    {"up", "run the whole stack on loopback behind one client port (supervisor)", true, ""},
+    {"orchestrator", "OpenAI Chat Completions front: calls encoders, LLM, decoders", false, "the orchestrator issue"},
+    {"gateway", "one entry for every model server; cache-aware endpoint picking", false, "issue 5"},
+    {"llm", "OpenAI-compatible LLM server (paged KV cache, prefix caching, batching)", false, "issue 4"},
+    {"encoder", "vision or audio encoder server (POST /v1/encode)", false, "the encoder issue"},
+    {"decoder", "vision or audio decoder server (POST /v1/decode)", false, "the decoder issue"},
+    {"make-demo-model", "write tiny random-weight component folders with the real schema", false, "issue 4"},
+    {"store", "put/get/head/ls/rm/presign objects in a file:// or s3:// store", false, "issue 3"},
+    {"bench", "load generator for the served APIs", false, "issue 5"},
+    {"generate", "offline generation from a model folder", false, "issue 4"},
+    {"version", "print the version and build details", true, ""},
+};
+
+}  // namespace omni::cli

@@ -1,0 +1,141 @@
+#include "services/supervisor.h"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "core/log.h"
+
+extern char** environ;
+
+namespace omni {
+
+std::string DescribeExit(int wait_status) {
+  if (WIFEXITED(wait_status)) return "exited with code " + std::to_string(WEXITSTATUS(wait_status));
+  if (WIFSIGNALED(wait_status)) return "killed by signal " + std::to_string(WTERMSIG(wait_status));
+  return "stopped";
+}
+
+Supervisor::Supervisor(SupervisorOptions options, const Clock& clock) : options_(options), clock_(clock) {}
+
+Supervisor::~Supervisor() { Stop(); }
+
+StatusOr<pid_t> Supervisor::Spawn(const ChildSpec& spec) {
+  OMNI_CHECK(!spec.argv.empty()) << "child " << spec.name << " has no argv";
+  std::vector<char*> argv;
+  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  // The parent blocks SIGTERM/SIGINT to wait for them synchronously; the
+  // child must start with a clean mask and default dispositions.
+  sigset_t empty, defaults;
+  sigemptyset(&empty);
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGTERM);
+  sigaddset(&defaults, SIGINT);
+  sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigmask(&attr, &empty);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, argv[0], nullptr, &attr, argv.data(), environ);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) {
+    return Internal("cannot start " + spec.name + " (" + spec.argv[0] + "): " + std::strerror(rc));
+  }
+  OMNI_LOG(kInfo, "started {} pid={}", spec.name, pid);
+  return pid;
+}
+
+Status Supervisor::Start(std::vector<ChildSpec> specs) {
+  for (auto& spec : specs) {
+    auto pid = Spawn(spec);
+    if (!pid.ok()) {
+      Stop();
+      return pid.status();
+    }
+    children_.push_back(Child{.spec = std::move(spec), .started_at = clock_.Now(), .backoff = options_.restart_backoff});
+    states_.push_back(ChildState{.name = children_.back().spec.name, .pid = *pid});
+  }
+  return Status::Ok();
+}
+
+void Supervisor::OnExit(size_t i, int wait_status) {
+  Child& c = children_[i];
+  ChildState& s = states_[i];
+  pid_t pid = s.pid;
+  s.pid = -1;
+  s.last_exit = wait_status;
+  if (stopping_) return;
+  // A child that ran long enough is not crash-looping: start over from the
+  // shortest backoff.
+  if (clock_.Now() - c.started_at >= options_.stable_after) c.backoff = options_.restart_backoff;
+  c.restart_at = clock_.Now() + c.backoff;
+  OMNI_LOG(kWarn, "{} (pid {}) {}; restarting in {} ms", c.spec.name, pid, DescribeExit(wait_status),
+           c.backoff.count());
+  c.backoff = std::min(c.backoff * 2, options_.max_restart_backoff);
+}
+
+void Supervisor::Poll() {
+  for (size_t i = 0; i < children_.size(); ++i) {
+    ChildState& s = states_[i];
+    if (s.pid > 0) {
+      int status = 0;
+      pid_t r = waitpid(s.pid, &status, WNOHANG);
+      if (r == s.pid) OnExit(i, status);
+      continue;
+    }
+    if (stopping_ || clock_.Now() < children_[i].restart_at) continue;
+    auto pid = Spawn(children_[i].spec);
+    if (pid.ok()) {
+      s.pid = *pid;
+      s.restarts++;
+      children_[i].started_at = clock_.Now();
+    } else {
+      OMNI_LOG(kError, "{}", pid.status().ToString());
+      children_[i].restart_at = clock_.Now() + options_.max_restart_backoff;
+    }
+  }
+}
+
+void Supervisor::Stop() {
+  stopping_ = true;
+  for (const auto& s : states_) {
+    if (s.pid > 0) kill(s.pid, SIGTERM);
+  }
+  auto deadline = std::chrono::steady_clock::now() + options_.stop_grace;
+  for (;;) {
+    bool any = false;
+    for (size_t i = 0; i < states_.size(); ++i) {
+      if (states_[i].pid <= 0) continue;
+      int status = 0;
+      if (waitpid(states_[i].pid, &status, WNOHANG) == states_[i].pid) {
+        OMNI_LOG(kInfo, "{} (pid {}) {}", states_[i].name, states_[i].pid, DescribeExit(status));
+        states_[i].pid = -1;
+        states_[i].last_exit = status;
+      } else {
+        any = true;
+      }
+    }
+    if (!any) return;
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (auto& s : states_) {
+    if (s.pid <= 0) continue;
+    OMNI_LOG(kWarn, "{} (pid {}) did not stop within {} ms; killing", s.name, s.pid, options_.stop_grace.count());
+    kill(s.pid, SIGKILL);
+    waitpid(s.pid, &s.last_exit, 0);
+    s.pid = -1;
+  }
+}
+
+}  // namespace omni
