@@ -110,8 +110,8 @@ Status FromYaml(const YAML::Node& y, std::string_view source, ConfigNode* out) {
           OMNI_RETURN_IF_ERROR(FromYaml(kv.first, source, &at));
           return ConfigError(at, key, "duplicate key");
         }
-        auto& [k, v] = out->map.emplace_back(std::move(key), ConfigNode{});
-        OMNI_RETURN_IF_ERROR(FromYaml(kv.second, source, &v));
+        out->map.push_back(ConfigEntry{std::move(key), ConfigNode{}});
+        OMNI_RETURN_IF_ERROR(FromYaml(kv.second, source, &out->map.back().value));
       }
       return Status::Ok();
   }
@@ -154,8 +154,8 @@ void FromJson(const nlohmann::json& j, std::string_view source, ConfigNode* out)
     case nlohmann::json::value_t::object:
       out->kind = ConfigNode::Kind::kMap;
       for (const auto& [k, v] : j.items()) {
-        auto& [key, node] = out->map.emplace_back(k, ConfigNode{});
-        FromJson(v, source, &node);
+        out->map.push_back(ConfigEntry{k, ConfigNode{}});
+        FromJson(v, source, &out->map.back().value);
       }
       break;
     case nlohmann::json::value_t::binary:

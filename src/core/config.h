@@ -25,6 +25,8 @@
 
 namespace omni {
 
+struct ConfigEntry;
+
 struct ConfigNode {
   enum class Kind { kNull, kBool, kInt, kDouble, kString, kList, kMap };
 
@@ -34,7 +36,7 @@ struct ConfigNode {
   double double_value = 0;
   std::string string_value;  // for YAML scalars: the scalar's text, whatever its kind
   std::vector<ConfigNode> list;
-  std::vector<std::pair<std::string, ConfigNode>> map;  // in document order
+  std::vector<ConfigEntry> map;  // in document order
   std::string source;  // file name or "<json>"
   int line = 0;        // 1-based; 0 when unknown
   int column = 0;
@@ -43,6 +45,13 @@ struct ConfigNode {
   std::string_view KindName() const;
   // "file:line:col" or "file".
   std::string Position() const;
+};
+
+// One key of a map node. A struct rather than std::pair because ConfigNode is
+// still incomplete where the vector is declared (pair needs a complete type).
+struct ConfigEntry {
+  std::string key;
+  ConfigNode value;
 };
 
 StatusOr<ConfigNode> ParseYaml(std::string_view text, std::string_view source_name);
