@@ -4,7 +4,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/setup.sh"
-rm -rf "$root/build"
+rm -rf "$root/build" "$root/build-fuzz"
 "$root/scripts/build.sh"
-cd "$root/build"
-ctest --output-on-failure -j "${OMNI_JOBS:-2}"
+(cd "$root/build" && ctest --output-on-failure -j "${OMNI_JOBS:-2}")
+# Parsers of untrusted input: a short libFuzzer run per target (clang build).
+"$root/scripts/fuzz.sh" "${OMNI_FUZZ_SECONDS:-30}"

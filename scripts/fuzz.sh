@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang into build-fuzz/ and runs each for
+# SECONDS (default 30) over its committed seed corpus. A crash, a sanitizer
+# report or a failed check fails the run. Usage: scripts/fuzz.sh [SECONDS]
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+secs="${1:-30}"
+CXX=clang++ cmake -S "$root" -B "$root/build-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DOMNI_BUILD_TESTS=OFF -DOMNI_BUILD_BENCH=OFF -DOMNI_BUILD_FUZZ=ON >/dev/null
+targets=(safetensors_fuzz)
+cmake --build "$root/build-fuzz" -j "${OMNI_JOBS:-2}" --target "${targets[@]}"
+for t in "${targets[@]}"; do
+  name="${t%_fuzz}"
+  work="$(mktemp -d)"
+  cp "$root/fuzz/corpus/$name/"* "$work/"
+  dict=()
+  [[ -f "$root/fuzz/$name.dict" ]] && dict=(-dict="$root/fuzz/$name.dict")
+  echo "fuzz: $t for ${secs}s"
+  "$root/build-fuzz/fuzz/$t" -max_total_time="$secs" -max_len=4096 "${dict[@]}" \
+    -artifact_prefix="$work/" "$work" 2>&1 | tail -n 3
+  rm -rf "$work"
+done
