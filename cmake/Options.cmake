@@ -1,4 +1,6 @@
-add_compile_options(-Wall -Wextra -Wno-unused-parameter)
+# Designated initializers that omit defaulted members are the idiom for
+# option structs here, so -Wmissing-field-initializers is off.
+add_compile_options(-Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers)
 # The machines this runs on have AVX-512; kernels are written for the host.
 if(NOT OMNI_PORTABLE)
   add_compile_options(-march=native)

@@ -4,5 +4,5 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 jobs="${OMNI_JOBS:-2}"
-cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE="${OMNI_BUILD_TYPE:-RelWithDebInfo}" "$@"
+cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE="${OMNI_BUILD_TYPE:-Release}" "$@"
 cmake --build "$root/build" -j "$jobs"

@@ -50,12 +50,16 @@ if [[ $# -ge 1 && -n "$1" ]]; then
   DIR=$1
   mkdir -p "$DIR"
   DIR=$(cd "$DIR" && pwd)
+  # Only ever (re)use an empty directory or one swift-up.sh made before.
+  if [[ ! -f "$DIR/.omniserve-swift" && -n "$(ls -A "$DIR")" ]]; then
+    die "$DIR is not empty and was not created by swift-up.sh; refusing to use it"
+  fi
   if [[ -s "$DIR/pids" ]]; then
     while read -r pid _ _; do
       [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null && die "$DIR already has a running server (pid $pid); run swift-down.sh $DIR first"
     done <"$DIR/pids"
   fi
-  rm -rf "$DIR/etc" "$DIR/node" "$DIR/log" "$DIR/run" "$DIR/pids" "$DIR/env"
+  rm -rf "${DIR:?}/etc" "${DIR:?}/node" "${DIR:?}/log" "${DIR:?}/run" "${DIR:?}/pids" "${DIR:?}/env"
 else
   DIR=$(mktemp -d /tmp/omniserve-swift.XXXXXX)
 fi
@@ -147,6 +151,21 @@ pipeline = healthcheck $kind-server
 
 [app:$kind-server]
 use = egg:swift#$kind
+# Generous backend timeouts: the box may be busy compiling; a timed-out
+# container/account update would become an "async pending" that only the
+# (not running) updater daemons would ever apply -> stale listings.
+conn_timeout = 5
+node_timeout = 30
+EOF
+    if [[ $kind == object ]]; then
+      cat <<EOF
+# Wait for the container listing update before answering a PUT/DELETE
+# (default 1 s, after which it continues in the background): makes listings,
+# bucket object counts and DeleteBucket deterministic for tests.
+container_update_timeout = 30
+EOF
+    fi
+    cat <<EOF
 
 [filter:healthcheck]
 use = egg:swift#healthcheck
@@ -170,6 +189,8 @@ pipeline = catch_errors gatekeeper healthcheck proxy-logging cache listing_forma
 use = egg:swift#proxy
 account_autocreate = true
 allow_account_management = false
+conn_timeout = 5
+node_timeout = 30
 
 [filter:catch_errors]
 use = egg:swift#catch_errors
@@ -311,6 +332,12 @@ done
 
 trap - EXIT
 LINE="S3_ENDPOINT=$ENDPOINT S3_ACCESS_KEY=test:tester S3_SECRET_KEY=testing S3_REGION=us-east-1 SWIFT_DIR=$DIR"
-printf 'export %s\n' $LINE >"$DIR/env"
+cat >"$DIR/env" <<EOF
+export S3_ENDPOINT=$ENDPOINT
+export S3_ACCESS_KEY=test:tester
+export S3_SECRET_KEY=testing
+export S3_REGION=us-east-1
+export SWIFT_DIR=$DIR
+EOF
 log "ready in $(elapsed) s; logs in $LOGD; stop with: $(cd "$(dirname "$0")" && pwd)/swift-down.sh $DIR"
 echo "$LINE"

@@ -1,0 +1,54 @@
+// A minimal omniserve HTTP server for load tests: GET /v1/ping answers a
+// small JSON body. Prints "port=<n>" on stdout once listening, then serves
+// until SIGINT/SIGTERM. Used by wrk.sh.
+//
+//   http_bench_server --port 0 --threads 1 [--pooled]
+//
+// By default the ping handler is inline (runs on the io thread), which is how
+// cheap endpoints such as /health are served; --pooled measures the hop to
+// the worker pool that ordinary handlers pay.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "core/log.h"
+#include "net/http_server.h"
+
+int main(int argc, char** argv) {
+  omni::HttpServerOptions options;
+  options.access_log = false;
+  bool pooled = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--port" && i + 1 < argc) {
+      options.port = static_cast<uint16_t>(std::atoi(argv[++i]));
+    } else if (arg == "--threads" && i + 1 < argc) {
+      options.io_threads = std::atoi(argv[++i]);
+    } else if (arg == "--workers" && i + 1 < argc) {
+      options.worker_threads = std::atoi(argv[++i]);
+    } else if (arg == "--pooled") {
+      pooled = true;
+    } else {
+      std::fprintf(stderr, "usage: %s [--port N] [--threads N] [--workers N] [--pooled]\n", argv[0]);
+      return 2;
+    }
+  }
+  omni::log::Init({.level = omni::log::Level::kWarn, .json = false, .role = "http_bench_server"});
+  omni::HttpServer server(options);
+  auto ping = [](const omni::HttpRequest&) { return omni::JsonResponse(200, R"({"object":"pong"})"); };
+  if (pooled) {
+    server.Route(omni::HttpMethod::kGet, "/v1/ping", ping);
+  } else {
+    server.RouteInline(omni::HttpMethod::kGet, "/v1/ping", ping);
+  }
+  omni::Status s = server.Start();
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s\n", s.ToString().c_str());
+    return 1;
+  }
+  std::printf("port=%u\n", server.port());
+  std::fflush(stdout);
+  server.RunUntilSignal();
+  return 0;
+}

@@ -1,0 +1,192 @@
+// One binary, one run, ratios printed as counters (docs/OPS.md, "Benchmarks"):
+//  - BM_LinearVsDnnl: ops::Linear::Forward against a hand-written oneDNN
+//    matmul on the same packed weights, the two interleaved in every
+//    iteration; overhead_pct = (ours / direct - 1) * 100.
+//  - BM_DecodeBandwidth: a multithreaded streaming sum over 1 GiB (the
+//    machine's read bandwidth) and the M=1 bf16 Linear's weight bytes / time,
+//    cycling 8 layers (256 MiB) so weights come from DRAM, not cache.
+//  - BM_AttentionPrefill: causal self-attention, 16 heads x 128 dim, bf16.
+#include <benchmark/benchmark.h>
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <vector>
+
+#include "ops/attention.h"
+#include "ops/linear.h"
+#include "ops/threading.h"
+
+namespace omni {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Tensor Filled(const Shape& shape, DType dtype, float scale) {
+  std::vector<float> v(static_cast<size_t>(NumElements(shape)));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = scale * std::sin(0.37f * static_cast<float>(i % 9973));
+  return Tensor::FromFloats(v, shape, dtype);
+}
+
+// The baseline: what a caller writing oneDNN by hand would do.
+class DirectDnnlLinear {
+ public:
+  DirectDnnlLinear(const Tensor& w, int64_t m, DType act)
+      : eng_(dnnl::engine::kind::cpu, 0), stream_(eng_) {
+    using dnnl::memory;
+    const int64_t n = w.dim(0), k = w.dim(1);
+    auto wdt = w.dtype() == DType::kBF16 ? memory::data_type::bf16 : memory::data_type::f32;
+    auto adt = act == DType::kBF16 ? memory::data_type::bf16 : memory::data_type::f32;
+    memory::desc src({m, k}, wdt, memory::format_tag::ab);
+    memory::desc wei({k, n}, wdt, memory::format_tag::any);
+    memory::desc dst({m, n}, adt, memory::format_tag::ab);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, dst), eng_);
+    prim_ = dnnl::matmul(pd);
+    memory user({{k, n}, wdt, memory::format_tag::ba}, eng_, w.raw_data());
+    wei_ = memory(pd.weights_desc(), eng_);
+    dnnl::reorder(user, wei_).execute(stream_, user, wei_);
+    src_buf_ = Tensor::Zeros({m, k}, w.dtype());
+    dst_buf_ = Tensor::Zeros({m, n}, act);
+    src_ = memory(src, eng_, src_buf_.raw_data());
+    dst_ = memory(dst, eng_, dst_buf_.raw_data());
+  }
+  void Run() {
+    prim_.execute(stream_, {{DNNL_ARG_SRC, src_}, {DNNL_ARG_WEIGHTS, wei_}, {DNNL_ARG_DST, dst_}});
+    stream_.wait();
+  }
+
+ private:
+  dnnl::engine eng_;
+  dnnl::stream stream_;
+  dnnl::matmul prim_;
+  dnnl::memory wei_, src_, dst_;
+  Tensor src_buf_, dst_buf_;
+};
+
+double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+// Args: M, weight dtype (0 f32, 1 bf16). Activations share the weight dtype
+// so both sides do identical work; N = K = 4096.
+void BM_LinearVsDnnl(benchmark::State& state) {
+  const int64_t m = state.range(0), nk = 4096;
+  const DType dt = state.range(1) ? DType::kBF16 : DType::kF32;
+  Tensor w = Filled({nk, nk}, dt, 0.02f);
+  ops::Linear ours(w);
+  DirectDnnlLinear direct(w, m, dt);
+  Tensor x = Filled({m, nk}, dt, 1.f);
+  ours.Forward(x);  // warm the primitive cache
+  direct.Run();
+  double t_ours = 0, t_direct = 0;
+  for (auto _ : state) {
+    auto a = Clock::now();
+    Tensor y = ours.Forward(x);
+    benchmark::DoNotOptimize(y.raw_data());
+    auto b = Clock::now();
+    direct.Run();
+    auto c = Clock::now();
+    t_ours += Seconds(a, b);
+    t_direct += Seconds(b, c);
+  }
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["ours_us"] = t_ours / iters * 1e6;
+  state.counters["dnnl_us"] = t_direct / iters * 1e6;
+  state.counters["overhead_pct"] = (t_ours / t_direct - 1) * 100;
+  state.counters["ours_GFLOPs"] = 2.0 * m * nk * nk / (t_ours / iters) / 1e9;
+}
+BENCHMARK(BM_LinearVsDnnl)
+    ->ArgsProduct({{1, 16, 512}, {1, 0}})
+    ->ArgNames({"M", "bf16"})
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(1.0);
+
+// Multithreaded streaming read: GB/s of sum(buffer), best of `passes`.
+double StreamReadGBps(const Tensor& buf, int passes) {
+  double best = 0;
+  const int64_t n = buf.numel();
+  const float* data = buf.data<float>();
+  for (int p = 0; p < passes; ++p) {
+    auto a = Clock::now();
+    float total = 0;
+#pragma omp parallel for num_threads(ops::NumThreads()) reduction(+ : total)
+    for (int64_t blk = 0; blk < n; blk += 1 << 16) {
+      __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
+      const float* b = data + blk;
+      for (int64_t i = 0; i < (1 << 16); i += 64) {
+        s0 = _mm512_add_ps(s0, _mm512_load_ps(b + i));
+        s1 = _mm512_add_ps(s1, _mm512_load_ps(b + i + 16));
+        s2 = _mm512_add_ps(s2, _mm512_load_ps(b + i + 32));
+        s3 = _mm512_add_ps(s3, _mm512_load_ps(b + i + 48));
+      }
+      total += _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+    }
+    benchmark::DoNotOptimize(total);
+    best = std::max(best, n * 4.0 / Seconds(a, Clock::now()) / 1e9);
+  }
+  return best;
+}
+
+void BM_DecodeBandwidth(benchmark::State& state) {
+  const int64_t nk = 4096;
+  constexpr int kLayers = 8;  // 8 x 32 MiB of bf16 weights: far beyond any cache here
+  std::vector<ops::Linear> layers;
+  for (int i = 0; i < kLayers; ++i) layers.emplace_back(Filled({nk, nk}, DType::kBF16, 0.02f + i * 1e-3f));
+  Tensor x = Filled({1, nk}, DType::kBF16, 1.f);
+  for (auto& l : layers) l.Forward(x);
+  // 1 GiB (Tensor storage is 64-byte aligned), touched once so no page
+  // faults land in the measurement.
+  Tensor big = Tensor::Empty({int64_t{1} << 28}, DType::kF32);
+  std::fill_n(big.data<float>(), big.numel(), 1.f);
+  // The same decode step written directly against oneDNN, for comparison.
+  std::vector<std::unique_ptr<DirectDnnlLinear>> direct;
+  for (int i = 0; i < kLayers; ++i) {
+    direct.push_back(std::make_unique<DirectDnnlLinear>(Filled({nk, nk}, DType::kBF16, 0.02f), 1, DType::kBF16));
+  }
+  double stream_gbps = 0, linear_time = 0, direct_time = 0;
+  int64_t calls = 0;
+  for (auto _ : state) {
+    stream_gbps = std::max(stream_gbps, StreamReadGBps(big, 1));
+    auto a = Clock::now();
+    for (int rep = 0; rep < 4; ++rep)
+      for (auto& l : layers) benchmark::DoNotOptimize(l.Forward(x).raw_data());
+    auto b = Clock::now();
+    for (int rep = 0; rep < 4; ++rep)
+      for (auto& d : direct) d->Run();
+    direct_time += Seconds(b, Clock::now());
+    linear_time += Seconds(a, b);
+    calls += 4 * kLayers;
+  }
+  const double weight_bytes = static_cast<double>(layers[0].packed_bytes());
+  const double linear_gbps = weight_bytes * calls / linear_time / 1e9;
+  state.counters["stream_GBps"] = stream_gbps;
+  state.counters["linear_M1_GBps"] = linear_gbps;
+  state.counters["fraction_of_stream"] = linear_gbps / stream_gbps;
+  state.counters["linear_M1_us"] = linear_time / calls * 1e6;
+  state.counters["dnnl_M1_GBps"] = weight_bytes * calls / direct_time / 1e9;
+}
+BENCHMARK(BM_DecodeBandwidth)->Unit(benchmark::kMillisecond)->Iterations(5);
+
+// Causal prefill, 16 query heads, 16 kv heads, head dim 128, bf16.
+void BM_AttentionPrefill(benchmark::State& state) {
+  const int64_t s = state.range(0), h = 16, d = 128;
+  Tensor q = Filled({s, h, d}, DType::kBF16, 1.f);
+  Tensor k = Filled({s, h, d}, DType::kBF16, 0.9f);
+  Tensor v = Filled({s, h, d}, DType::kBF16, 1.f);
+  ops::AttentionParams p;
+  p.scale = 1.f / std::sqrt(static_cast<float>(d));
+  p.mask.causal = true;
+  for (auto _ : state) benchmark::DoNotOptimize(ops::Attention(q, k, v, p).raw_data());
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["tokens_per_s"] = benchmark::Counter(s * iters, benchmark::Counter::kIsRate);
+  // Useful FLOPs of the causal half: 2 matmuls x 2 flop x s^2/2 x d x h.
+  state.counters["GFLOPs"] = benchmark::Counter(2.0 * s * s * d * h * iters / 1e9, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_AttentionPrefill)->Arg(1024)->Arg(8192)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+
+}  // namespace
+}  // namespace omni
+
+BENCHMARK_MAIN();

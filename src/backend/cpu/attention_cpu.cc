@@ -1,0 +1,357 @@
+// Flash-style attention: for each (head, block of kBq queries) walk the key
+// blocks of kBk keys, keeping a running max m, sum l and unnormalised output
+// O per query, so memory is O(kBq x kBk + kBq x d) per thread and the
+// [sq, skv] score matrix never exists.
+//
+// Layout choice: scores are kept transposed, S^T [kBk keys][kBq queries].
+// Q^T [d][kBq] is built once per query block, so the score micro-kernel
+// broadcasts K[j][c] and multiplies 64 queries at a time (4 zmm) with no
+// per-tile transpose, and the softmax statistics of 16 queries live in one
+// vector. K and V rows are read in place (f32) or converted per tile (bf16).
+#include "backend/cpu/attention_cpu.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "backend/cpu/cpu_common.h"
+#include "backend/cpu/vec_math.h"
+#ifdef __AVX512BF16__
+#include "backend/cpu/attention_bf16_kernels.h"
+#define OMNI_ATTENTION_BF16 1
+#else
+#define OMNI_ATTENTION_BF16 0
+#endif
+
+namespace omni::cpu {
+namespace {
+
+constexpr int kBq = 64;  // queries per block: 4 zmm of f32
+constexpr int kBk = 64;  // keys per block
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+enum class TileKind { kSkip, kFull, kPartial };
+
+// Which keys a query sees; see AttentionProblem.
+class Visibility {
+ public:
+  explicit Visibility(const AttentionProblem& p) : p_(p) {
+    if (p.block_size > 0) nkb_ = (p.skv + p.block_size - 1) / p.block_size;
+  }
+
+  bool Allowed(int64_t i, int64_t j) const {
+    const int64_t pos = p_.q_offset + i;
+    if (p_.causal && j > pos) return false;
+    if (p_.window > 0 && pos - j >= p_.window) return false;
+    if (p_.q_segments && p_.q_segments[i] != p_.kv_segments[j]) return false;
+    if (p_.block_size > 0 && !(*p_.block_visible)[(i / p_.block_size) * nkb_ + j / p_.block_size]) return false;
+    return true;
+  }
+
+  // Keys [begin, end) that any query in [i0, i1) may see, from causal/window.
+  void KeyRange(int64_t i0, int64_t i1, int64_t* begin, int64_t* end) const {
+    *begin = 0;
+    *end = p_.skv;
+    if (p_.causal) *end = std::clamp<int64_t>(p_.q_offset + i1, 0, p_.skv);
+    if (p_.window > 0) *begin = std::clamp<int64_t>(p_.q_offset + i0 - p_.window + 1, 0, p_.skv);
+  }
+
+  TileKind Classify(int64_t i0, int64_t i1, int64_t j0, int64_t j1) const {
+    bool full = true;
+    if (p_.causal) {
+      if (j0 > p_.q_offset + i1 - 1) return TileKind::kSkip;
+      if (j1 - 1 > p_.q_offset + i0) full = false;
+    }
+    if (p_.window > 0) {
+      if (p_.q_offset + i0 - (j1 - 1) >= p_.window) return TileKind::kSkip;
+      if (p_.q_offset + i1 - 1 - j0 >= p_.window) full = false;
+    }
+    if (p_.q_segments) {
+      auto [qa, qb] = std::minmax_element(p_.q_segments + i0, p_.q_segments + i1);
+      auto [ka, kb] = std::minmax_element(p_.kv_segments + j0, p_.kv_segments + j1);
+      if (*qb < *ka || *kb < *qa) return TileKind::kSkip;
+      if (!(*qa == *qb && *ka == *kb && *qa == *ka)) full = false;
+    }
+    if (p_.block_size > 0) {
+      bool any = false, all = true;
+      for (int64_t bi = i0 / p_.block_size; bi <= (i1 - 1) / p_.block_size; ++bi)
+        for (int64_t bj = j0 / p_.block_size; bj <= (j1 - 1) / p_.block_size; ++bj) {
+          bool vis = (*p_.block_visible)[bi * nkb_ + bj];
+          any |= vis;
+          all &= vis;
+        }
+      if (!any) return TileKind::kSkip;
+      if (!all) full = false;
+    }
+    return full ? TileKind::kFull : TileKind::kPartial;
+  }
+
+ private:
+  const AttentionProblem& p_;
+  int64_t nkb_ = 0;
+};
+
+// s[r][0..63] = sum_c k[r][c] * qt[c][0..63] for R keys.
+template <int R>
+inline void ScoreRows(const float* k, int64_t k_stride, const float* qt, int64_t d, float* s) {
+  __m512 acc[R][4];
+  for (int r = 0; r < R; ++r)
+    for (int x = 0; x < 4; ++x) acc[r][x] = _mm512_setzero_ps();
+  for (int64_t c = 0; c < d; ++c) {
+    const float* qrow = qt + c * kBq;
+    __m512 q0 = _mm512_loadu_ps(qrow), q1 = _mm512_loadu_ps(qrow + 16);
+    __m512 q2 = _mm512_loadu_ps(qrow + 32), q3 = _mm512_loadu_ps(qrow + 48);
+    for (int r = 0; r < R; ++r) {
+      __m512 kb = _mm512_set1_ps(k[r * k_stride + c]);
+      acc[r][0] = _mm512_fmadd_ps(kb, q0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(kb, q1, acc[r][1]);
+      acc[r][2] = _mm512_fmadd_ps(kb, q2, acc[r][2]);
+      acc[r][3] = _mm512_fmadd_ps(kb, q3, acc[r][3]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int x = 0; x < 4; ++x) _mm512_storeu_ps(s + r * kBq + 16 * x, acc[r][x]);
+}
+
+// o[i][c0 .. c0+16*NV) += sum_j pt[j][i] * v[j][...] for R queries.
+template <int R, int NV>
+inline void AccumulateRows(const float* pt, int64_t kn, const float* v, int64_t v_stride, float* o,
+                           int64_t d, __mmask16 tail) {
+  __m512 acc[R][NV];
+  for (int r = 0; r < R; ++r)
+    for (int x = 0; x < NV; ++x)
+      acc[r][x] = x == NV - 1 ? _mm512_maskz_loadu_ps(tail, o + r * d + 16 * x) : _mm512_loadu_ps(o + r * d + 16 * x);
+  for (int64_t j = 0; j < kn; ++j) {
+    const float* vrow = v + j * v_stride;
+    __m512 vv[NV];
+    for (int x = 0; x < NV; ++x)
+      vv[x] = x == NV - 1 ? _mm512_maskz_loadu_ps(tail, vrow + 16 * x) : _mm512_loadu_ps(vrow + 16 * x);
+    for (int r = 0; r < R; ++r) {
+      __m512 pb = _mm512_set1_ps(pt[j * kBq + r]);
+      for (int x = 0; x < NV; ++x) acc[r][x] = _mm512_fmadd_ps(pb, vv[x], acc[r][x]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int x = 0; x < NV; ++x) {
+      if (x == NV - 1) {
+        _mm512_mask_storeu_ps(o + r * d + 16 * x, tail, acc[r][x]);
+      } else {
+        _mm512_storeu_ps(o + r * d + 16 * x, acc[r][x]);
+      }
+    }
+}
+
+template <int NV>
+void AccumulateChunk(const float* pt, int64_t kn, const float* v, int64_t v_stride, float* o, int64_t d,
+                     int rows, __mmask16 tail) {
+  int r = 0;
+  for (; r + 2 <= rows; r += 2) AccumulateRows<2, NV>(pt + r, kn, v, v_stride, o + r * d, d, tail);
+  for (; r < rows; ++r) AccumulateRows<1, NV>(pt + r, kn, v, v_stride, o + r * d, d, tail);
+}
+
+// O [rows][d] += P (stored as pt [kn][kBq]) x V [kn][d], in chunks of 128 columns.
+void AccumulatePV(const float* pt, int64_t kn, const float* v, int64_t v_stride, float* o, int64_t d, int rows) {
+  for (int64_t c0 = 0; c0 < d; c0 += 128) {
+    const int64_t width = std::min<int64_t>(128, d - c0);
+    const int nv = static_cast<int>((width + 15) / 16);
+    const __mmask16 tail = TailMask(width - 16 * (nv - 1));
+    const float* vc = v + c0;
+    float* oc = o + c0;
+    switch (nv) {
+      case 1: AccumulateChunk<1>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
+      case 2: AccumulateChunk<2>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
+      case 3: AccumulateChunk<3>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
+      case 4: AccumulateChunk<4>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
+      case 5: AccumulateChunk<5>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
+      case 6: AccumulateChunk<6>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
+      case 7: AccumulateChunk<7>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
+      default: AccumulateChunk<8>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
+    }
+  }
+}
+
+// Per-thread scratch, allocated once per call. The pair buffers (qtb, pp,
+// vp) serve the bf16 path, the f32 ones (qt, k, v) the f32 path.
+struct Scratch {
+  std::vector<float> qt, k, v, st, o, m, l, corr;
+  std::vector<uint32_t> qtb, pp, vp;
+  Scratch(int64_t d, bool bf16)
+      : qt(bf16 ? 0 : d * kBq), k(bf16 ? 0 : kBk * d), v(bf16 ? 0 : kBk * d), st(kBk * kBq), o(kBq * d), m(kBq),
+        l(kBq), corr(kBq), qtb(bf16 ? (d / 2) * kBq : 0), pp(bf16 ? kBk / 2 * kBq : 0),
+        vp(bf16 ? kBk / 2 * ((d + 15) / 16 * 16) : 0) {}
+};
+
+// The bf16 path needs AVX512-BF16 and an even head dim (pairs along d).
+bool UseBf16Path(const AttentionProblem& p) { return OMNI_ATTENTION_BF16 && p.dtype == DType::kBF16 && p.d % 2 == 0; }
+
+// Online-softmax update of one tile: st [kn][kBq] scores in, probabilities out.
+void SoftmaxTile(float* st, int64_t kn, Scratch& w, int rows, float* o, int64_t d) {
+  for (int q0 = 0; q0 < kBq; q0 += 16) {
+    __m512 mx = _mm512_set1_ps(kNegInf);
+    for (int64_t j = 0; j < kn; ++j) mx = _mm512_max_ps(mx, _mm512_loadu_ps(st + j * kBq + q0));
+    const __m512 m_old = _mm512_loadu_ps(w.m.data() + q0);
+    const __m512 m_new = _mm512_max_ps(m_old, mx);
+    // A query that has seen no visible key yet keeps m = -inf; subtracting 0
+    // instead keeps exp() at exactly 0 and avoids inf - inf.
+    const __mmask16 dead = _mm512_cmp_ps_mask(m_new, _mm512_set1_ps(kNegInf), _CMP_EQ_OQ);
+    const __m512 m_safe = _mm512_mask_mov_ps(m_new, dead, _mm512_setzero_ps());
+    const __m512 corr = Exp16(_mm512_sub_ps(m_old, m_safe));
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t j = 0; j < kn; ++j) {
+      __m512 p = Exp16(_mm512_sub_ps(_mm512_loadu_ps(st + j * kBq + q0), m_safe));
+      _mm512_storeu_ps(st + j * kBq + q0, p);
+      sum = _mm512_add_ps(sum, p);
+    }
+    __m512 l = _mm512_fmadd_ps(_mm512_loadu_ps(w.l.data() + q0), corr, sum);
+    _mm512_storeu_ps(w.l.data() + q0, l);
+    _mm512_storeu_ps(w.m.data() + q0, m_new);
+    _mm512_storeu_ps(w.corr.data() + q0, corr);
+  }
+  for (int i = 0; i < rows; ++i) {
+    const float c = w.corr[i];
+    if (c == 1.f) continue;
+    float* orow = o + i * d;
+    for (int64_t x = 0; x < d; ++x) orow[x] *= c;
+  }
+}
+
+class BlockRunner {
+ public:
+  BlockRunner(const AttentionProblem& p, const Visibility& vis) : p_(p), vis_(vis), bf16_(UseBf16Path(p)) {}
+
+  void Run(int64_t h, int64_t i0, Scratch& w) const {
+    const int64_t d = p_.d;
+    const int rows = static_cast<int>(std::min<int64_t>(kBq, p_.sq - i0));
+    const int64_t kvh = h / (p_.hq / p_.hkv);
+    if (bf16_) {
+      LoadQueryPairs(h, i0, rows, w);
+    } else {
+      LoadQueries(h, i0, rows, w);
+    }
+    std::fill(w.o.begin(), w.o.end(), 0.f);
+    std::fill(w.m.begin(), w.m.end(), kNegInf);
+    std::fill(w.l.begin(), w.l.end(), 0.f);
+    int64_t kbegin, kend;
+    vis_.KeyRange(i0, i0 + rows, &kbegin, &kend);
+    for (int64_t j0 = kbegin - kbegin % kBk; j0 < kend; j0 += kBk) {
+      const int64_t kn = std::min<int64_t>(kBk, p_.skv - j0);
+      TileKind kind = vis_.Classify(i0, i0 + rows, j0, j0 + kn);
+      if (kind == TileKind::kSkip) continue;
+      if (bf16_) {
+        TileBf16(kvh, i0, rows, j0, kn, kind, w);
+        continue;
+      }
+      int64_t k_stride, v_stride;
+      const float* k = Rows(p_.k, p_.k_row, p_.k_head, kvh, j0, kn, w.k.data(), &k_stride);
+      const float* v = Rows(p_.v, p_.v_row, p_.v_head, kvh, j0, kn, w.v.data(), &v_stride);
+      float* st = w.st.data();
+      int64_t j = 0;
+      for (; j + 4 <= kn; j += 4) ScoreRows<4>(k + j * k_stride, k_stride, w.qt.data(), d, st + j * kBq);
+      for (; j < kn; ++j) ScoreRows<1>(k + j * k_stride, k_stride, w.qt.data(), d, st + j * kBq);
+      if (kind == TileKind::kPartial) MaskTile(i0, rows, j0, kn, st);
+      SoftmaxTile(st, kn, w, rows, w.o.data(), d);
+      AccumulatePV(st, kn, v, v_stride, w.o.data(), d, rows);
+    }
+    StoreOutput(h, i0, rows, w);
+  }
+
+ private:
+  // One tile on the bf16 path: K and V are read as raw bf16, scores and
+  // softmax stay f32, probabilities are rounded to bf16 for P x V.
+  void TileBf16(int64_t kvh, int64_t i0, int rows, int64_t j0, int64_t kn, TileKind kind, Scratch& w) const {
+#if OMNI_ATTENTION_BF16
+    namespace kb = attention_bf16;
+    const int64_t d = p_.d, dpad = (d + 15) / 16 * 16;
+    const uint16_t* k = static_cast<const uint16_t*>(p_.k) + j0 * p_.k_row + kvh * p_.k_head;
+    const uint16_t* v = static_cast<const uint16_t*>(p_.v) + j0 * p_.v_row + kvh * p_.v_head;
+    float* st = w.st.data();
+    int64_t j = 0;
+    for (; j + 4 <= kn; j += 4) kb::ScoreRows<4, kBq>(k + j * p_.k_row, p_.k_row, w.qtb.data(), d / 2, p_.scale, st + j * kBq);
+    for (; j < kn; ++j) kb::ScoreRows<1, kBq>(k + j * p_.k_row, p_.k_row, w.qtb.data(), d / 2, p_.scale, st + j * kBq);
+    if (kind == TileKind::kPartial) MaskTile(i0, rows, j0, kn, st);
+    SoftmaxTile(st, kn, w, rows, w.o.data(), d);
+    kb::PackProbabilities<kBq>(st, kn, w.pp.data());
+    kb::PackValues(v, p_.v_row, kn, d, dpad, w.vp.data());
+    kb::AccumulatePV<kBq>(w.pp.data(), (kn + 1) / 2, w.vp.data(), dpad, w.o.data(), d, rows);
+#endif
+  }
+
+  // Pair layout [d/2][kBq] of the raw bf16 query block (unscaled: the scale
+  // is applied to the f32 scores); padding queries are zero.
+  void LoadQueryPairs(int64_t h, int64_t i0, int rows, Scratch& w) const {
+    std::fill(w.qtb.begin(), w.qtb.end(), 0u);
+    for (int r = 0; r < rows; ++r) {
+      const uint16_t* q = static_cast<const uint16_t*>(p_.q) + (i0 + r) * p_.q_row + h * p_.q_head;
+      for (int64_t cp = 0; cp < p_.d / 2; ++cp) std::memcpy(&w.qtb[cp * kBq + r], q + 2 * cp, 4);
+    }
+  }
+
+  // Q^T [d][kBq], pre-multiplied by the scale; padding queries are zero.
+  void LoadQueries(int64_t h, int64_t i0, int rows, Scratch& w) const {
+    std::fill(w.qt.begin(), w.qt.end(), 0.f);
+    float* tmp = w.o.data();  // free until the tile loop starts
+    for (int r = 0; r < rows; ++r) {
+      ToF32(AddElems(p_.q, (i0 + r) * p_.q_row + h * p_.q_head, p_.dtype), p_.dtype, tmp, p_.d);
+      for (int64_t c = 0; c < p_.d; ++c) w.qt[c * kBq + r] = tmp[c] * p_.scale;
+    }
+  }
+
+  // kn rows of head kvh starting at j0, as f32 with a row stride.
+  const float* Rows(const void* base, int64_t row, int64_t head, int64_t kvh, int64_t j0, int64_t kn,
+                    float* buf, int64_t* stride) const {
+    const void* first = AddElems(base, j0 * row + kvh * head, p_.dtype);
+    if (p_.dtype == DType::kF32) {
+      *stride = row;
+      return static_cast<const float*>(first);
+    }
+    for (int64_t j = 0; j < kn; ++j) ToF32(AddElems(first, j * row, p_.dtype), p_.dtype, buf + j * p_.d, p_.d);
+    *stride = p_.d;
+    return buf;
+  }
+
+  void MaskTile(int64_t i0, int rows, int64_t j0, int64_t kn, float* st) const {
+    for (int64_t j = 0; j < kn; ++j)
+      for (int r = 0; r < rows; ++r)
+        if (!vis_.Allowed(i0 + r, j0 + j)) st[j * kBq + r] = kNegInf;
+  }
+
+  void StoreOutput(int64_t h, int64_t i0, int rows, Scratch& w) const {
+    for (int r = 0; r < rows; ++r) {
+      // A query that sees no key at all gets zeros (PyTorch SDPA gives NaN).
+      const float inv = w.l[r] > 0 ? 1.f / w.l[r] : 0.f;
+      float* orow = w.o.data() + r * p_.d;
+      for (int64_t c = 0; c < p_.d; ++c) orow[c] *= inv;
+      FromF32(orow, p_.out_dtype, AddElems(p_.out, ((i0 + r) * p_.hq + h) * p_.d, p_.out_dtype), p_.d);
+    }
+  }
+
+  const AttentionProblem& p_;
+  const Visibility& vis_;
+  const bool bf16_;
+};
+
+}  // namespace
+
+void Attention(const AttentionProblem& p) {
+  const Visibility vis(p);
+  const BlockRunner runner(p, vis);
+  const int64_t nqb = (p.sq + kBq - 1) / kBq;
+  const int64_t tasks = nqb * p.hq;
+#pragma omp parallel num_threads(static_cast<int>(std::min<int64_t>(NumThreads(), tasks)))
+  {
+    Scratch w(p.d, UseBf16Path(p));
+    // Last query blocks first: under a causal mask they are the longest, and
+    // dynamic scheduling then balances the short ones at the end.
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t t = 0; t < tasks; ++t) {
+      const int64_t qb = nqb - 1 - t / p.hq;
+      runner.Run(t % p.hq, qb * kBq, w);
+    }
+  }
+}
+
+}  // namespace omni::cpu

@@ -1,0 +1,271 @@
+#include "net/http_client.h"
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <future>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/use_future.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include "net/internal/asio.h"
+#include "net/url.h"
+
+namespace omni {
+
+using namespace net_internal;  // NOLINT: aliases private to src/net
+
+namespace {
+
+using TcpStream = beast::tcp_stream;
+using Deadline = std::chrono::steady_clock::time_point;
+
+// How one attempt on one connection ended.
+struct AttemptResult {
+  Status status;
+  int http_status = 0;
+  bool keep_alive = false;  // the connection may go back to the pool
+  // Failed before any response byte arrived, on a connection that may have
+  // been closed by the server while it sat in the pool.
+  bool stale_connection = false;
+  bool request_sent = false;
+};
+
+// Methods that RFC 9110 section 9.2.2 lets a client repeat without changing
+// the outcome.
+bool IsIdempotent(HttpMethod m) {
+  return m == HttpMethod::kGet || m == HttpMethod::kHead || m == HttpMethod::kPut || m == HttpMethod::kDelete ||
+         m == HttpMethod::kOptions;
+}
+
+bool IsConnectionDrop(const boost::system::error_code& ec) {
+  return ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset ||
+         ec == asio::error::broken_pipe || ec == asio::error::not_connected;
+}
+
+Status NetworkError(const boost::system::error_code& ec, std::string_view what, const Url& url) {
+  std::string msg = std::string(what) + " " + url.HostPort() + ": " + ec.message();
+  if (ec == beast::error::timeout) return DeadlineExceeded(msg);
+  return Unavailable(msg);
+}
+
+// A pooled connection the server has closed (or sent stray bytes on) shows
+// as readable; catching that here avoids most retries.
+bool LooksReusable(TcpStream& stream) {
+  char byte;
+  ssize_t n = ::recv(stream.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+}  // namespace
+
+class HttpClient::Impl {
+ public:
+  explicit Impl(HttpClientOptions options) : options_(std::move(options)), work_(ioc_.get_executor()) {
+    thread_ = std::thread([this] { ioc_.run(); });
+    io_thread_id_ = thread_.get_id();
+  }
+
+  ~Impl() {
+    work_.reset();
+    ioc_.stop();
+    thread_.join();
+  }
+
+  StatusOr<int> Run(const HttpClientRequest& request, const HttpStreamCallbacks& callbacks, size_t body_limit) {
+    OMNI_CHECK(std::this_thread::get_id() != io_thread_id_) << "HttpClient called from its own io thread";
+    OMNI_ASSIGN_OR_RETURN(Url url, ParseUrl(request.url));
+    Deadline deadline = std::chrono::steady_clock::now() + request.timeout;
+    std::future<AttemptResult> done =
+        asio::co_spawn(ioc_, Exchange(request, url, callbacks, body_limit, deadline), asio::use_future);
+    AttemptResult r;
+    try {
+      r = done.get();
+    } catch (const std::exception& e) {
+      return Internal(std::string("http client: ") + e.what());
+    }
+    if (!r.status.ok()) return r.status;
+    return r.http_status;
+  }
+
+  uint64_t connections_opened() const { return opened_.load(); }
+  size_t max_response_bytes() const { return options_.max_response_bytes; }
+
+ private:
+  asio::awaitable<AttemptResult> Exchange(const HttpClientRequest& request, const Url& url,
+                                          const HttpStreamCallbacks& callbacks, size_t body_limit, Deadline deadline) {
+    std::string key = url.HostPort();
+    for (int attempt = 0;; ++attempt) {
+      std::unique_ptr<TcpStream> stream = TakeIdle(key);
+      bool reused = stream != nullptr;
+      if (!reused) {
+        auto connected = co_await Connect(url, deadline);
+        if (!connected.ok()) co_return AttemptResult{connected.status()};
+        stream = std::move(connected).value();
+      }
+      AttemptResult r = co_await Attempt(*stream, request, url, callbacks, body_limit, deadline);
+      // Retry once, on a fresh connection, when a pooled connection turned
+      // out to be closed: always if the request never fully left, otherwise
+      // only for idempotent methods (the server may have acted on it).
+      bool retry = reused && attempt == 0 && r.stale_connection &&
+                   (!r.request_sent || IsIdempotent(request.method)) && std::chrono::steady_clock::now() < deadline;
+      if (retry) continue;
+      if (r.status.ok() && r.keep_alive) PutIdle(key, std::move(stream));
+      co_return r;
+    }
+  }
+
+  asio::awaitable<StatusOr<std::unique_ptr<TcpStream>>> Connect(const Url& url, Deadline deadline) {
+    auto stream = std::make_unique<TcpStream>(ioc_);
+    boost::system::error_code ec;
+    std::vector<tcp::endpoint> endpoints;
+    auto address = asio::ip::make_address(url.host, ec);
+    if (!ec) {
+      endpoints.emplace_back(address, url.port);
+    } else {
+      tcp::resolver resolver(ioc_);
+      auto [rec, results] = co_await resolver.async_resolve(url.host, std::to_string(url.port), kNoThrow);
+      if (rec) co_return Unavailable("cannot resolve " + url.host + ": " + rec.message());
+      for (const auto& entry : results) endpoints.push_back(entry.endpoint());
+    }
+    auto connect_deadline = std::min(deadline, std::chrono::steady_clock::now() + options_.connect_timeout);
+    stream->expires_at(connect_deadline);
+    auto [cec, endpoint] = co_await stream->async_connect(endpoints, kNoThrow);
+    if (cec) co_return NetworkError(cec, "connect to", url);
+    stream->socket().set_option(tcp::no_delay(true), ec);
+    opened_.fetch_add(1);
+    co_return std::move(stream);
+  }
+
+  http::request<http::string_body> BuildRequest(const HttpClientRequest& request, const Url& url) const {
+    http::request<http::string_body> req;
+    req.method_string(HttpMethodName(request.method));
+    req.target(url.target);
+    req.version(11);
+    for (const auto& [name, value] : request.headers) req.insert(name, value);
+    if (!request.headers.Has("host")) req.set(http::field::host, url.HostPort());
+    if (!request.headers.Has("user-agent")) req.set(http::field::user_agent, options_.user_agent);
+    req.body() = request.body;
+    req.prepare_payload();
+    return req;
+  }
+
+  asio::awaitable<AttemptResult> Attempt(TcpStream& stream, const HttpClientRequest& request, const Url& url,
+                                         const HttpStreamCallbacks& callbacks, size_t body_limit, Deadline deadline) {
+    AttemptResult r;
+    auto req = BuildRequest(request, url);
+    stream.expires_at(deadline);
+    auto [wec, wn] = co_await http::async_write(stream, req, kNoThrow);
+    if (wec) {
+      r.status = NetworkError(wec, "send to", url);
+      r.stale_connection = IsConnectionDrop(wec);
+      co_return r;
+    }
+    r.request_sent = true;
+
+    beast::flat_buffer buffer;
+    http::response_parser<http::buffer_body> parser;
+    parser.body_limit(body_limit);
+    if (request.method == HttpMethod::kHead) parser.skip(true);  // HEAD answers carry no body
+    auto [hec, hn] = co_await http::async_read_header(stream, buffer, parser, kNoThrow);
+    if (hec) {
+      r.status = NetworkError(hec, "read response from", url);
+      r.stale_connection = IsConnectionDrop(hec) && hn == 0 && buffer.size() == 0;
+      co_return r;
+    }
+    r.http_status = static_cast<int>(parser.get().result_int());
+    HttpHeaders headers;
+    for (const auto& field : parser.get()) headers.Add(field.name_string(), field.value());
+    if (callbacks.on_headers && !callbacks.on_headers(r.http_status, headers)) {
+      r.status = Cancelled("request aborted by the caller");
+      co_return r;
+    }
+
+    std::vector<char> chunk(64 * 1024);
+    while (!parser.is_done()) {
+      parser.get().body().data = chunk.data();
+      parser.get().body().size = chunk.size();
+      // read_some rather than read: deliver whatever arrived, so a caller
+      // sees each SSE event when it comes rather than when a buffer fills.
+      auto [ec, n] = co_await http::async_read_some(stream, buffer, parser, kNoThrow);
+      if (ec == http::error::need_buffer) ec = {};
+      if (ec == http::error::body_limit) {
+        r.status = Status(StatusCode::kResourceExhausted, "response from " + url.HostPort() + " is over " +
+                                                              std::to_string(body_limit) + " bytes");
+        co_return r;
+      }
+      if (ec) {
+        r.status = NetworkError(ec, "read response body from", url);
+        co_return r;
+      }
+      size_t got = chunk.size() - parser.get().body().size;
+      if (got > 0 && callbacks.on_body && !callbacks.on_body(std::string_view(chunk.data(), got))) {
+        r.status = Cancelled("request aborted by the caller");
+        co_return r;
+      }
+    }
+    r.keep_alive = parser.get().keep_alive() && buffer.size() == 0;
+    co_return r;
+  }
+
+  std::unique_ptr<TcpStream> TakeIdle(const std::string& key) {
+    std::lock_guard lock(mu_);
+    auto it = idle_.find(key);
+    while (it != idle_.end() && !it->second.empty()) {
+      std::unique_ptr<TcpStream> s = std::move(it->second.back());
+      it->second.pop_back();
+      if (LooksReusable(*s)) return s;
+    }
+    return nullptr;
+  }
+
+  void PutIdle(const std::string& key, std::unique_ptr<TcpStream> stream) {
+    stream->expires_never();
+    std::lock_guard lock(mu_);
+    auto& list = idle_[key];
+    if (list.size() < options_.max_idle_per_host) list.push_back(std::move(stream));
+  }
+
+  const HttpClientOptions options_;
+  asio::io_context ioc_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  std::thread thread_;
+  std::thread::id io_thread_id_;
+  std::atomic<uint64_t> opened_{0};
+  std::mutex mu_;
+  std::map<std::string, std::vector<std::unique_ptr<TcpStream>>> idle_;  // guarded by mu_
+};
+
+HttpClient::HttpClient(HttpClientOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+HttpClient::~HttpClient() = default;
+
+StatusOr<HttpClientResponse> HttpClient::Request(const HttpClientRequest& request) {
+  HttpClientResponse response;
+  HttpStreamCallbacks callbacks;
+  callbacks.on_headers = [&](int status, const HttpHeaders& headers) {
+    response.status = status;
+    response.headers = headers;
+    return true;
+  };
+  callbacks.on_body = [&](std::string_view chunk) {
+    response.body.append(chunk);
+    return true;
+  };
+  auto status = impl_->Run(request, callbacks, impl_->max_response_bytes());
+  if (!status.ok()) return status.status();
+  return response;
+}
+
+StatusOr<int> HttpClient::Stream(const HttpClientRequest& request, const HttpStreamCallbacks& callbacks) {
+  return impl_->Run(request, callbacks, std::numeric_limits<size_t>::max());
+}
+
+uint64_t HttpClient::connections_opened() const { return impl_->connections_opened(); }
+
+}  // namespace omni

@@ -1,0 +1,79 @@
+// HttpClient: a blocking HTTP/1.1 client usable from any thread, with a
+// keep-alive connection pool per host:port. It owns one io thread; Beast and
+// Asio stay in http_client.cc.
+//
+//   HttpClient client;
+//   auto r = client.Request({.method = HttpMethod::kPost, .url = "http://127.0.0.1:8000/v1/x", .body = json});
+//   if (!r.ok()) return r.status();   // Unavailable, DeadlineExceeded, ...
+//
+// Plain http only for now; https URLs answer Unimplemented.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+#include "net/http.h"
+
+namespace omni {
+
+struct HttpClientOptions {
+  std::chrono::milliseconds connect_timeout{5'000};
+  size_t max_idle_per_host = 16;           // pooled keep-alive connections per host:port
+  size_t max_response_bytes = 256u << 20;  // Request() only; Stream() has no limit
+  std::string user_agent = "omniserve";
+};
+
+struct HttpClientRequest {
+  HttpMethod method = HttpMethod::kGet;
+  std::string url;  // "http://host:port/path?query"
+  HttpHeaders headers;
+  std::string body;
+  // Total time for connecting, sending and receiving the whole response.
+  std::chrono::milliseconds timeout{30'000};
+};
+
+struct HttpClientResponse {
+  int status = 0;
+  HttpHeaders headers;
+  std::string body;
+};
+
+// Callbacks of Stream(). They run on the client's io thread, must not block,
+// and return false to abort the request (its connection is then closed).
+struct HttpStreamCallbacks {
+  std::function<bool(int status, const HttpHeaders& headers)> on_headers;
+  std::function<bool(std::string_view chunk)> on_body;  // body bytes as they arrive, de-chunked
+};
+
+// Thread-safe. Errors: Unavailable (refused, reset, DNS), DeadlineExceeded
+// (connect or total timeout), InvalidArgument (bad URL), Internal (bad
+// response), Cancelled (a callback returned false). A response with any
+// HTTP status is a success at this level; the caller decides what 4xx means.
+class HttpClient {
+ public:
+  explicit HttpClient(HttpClientOptions options = {});
+  // Requests must have returned before the client is destroyed.
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  StatusOr<HttpClientResponse> Request(const HttpClientRequest& request);
+  // Delivers the response incrementally; returns its HTTP status once the
+  // body is complete. Must not be called from a callback (the io thread).
+  StatusOr<int> Stream(const HttpClientRequest& request, const HttpStreamCallbacks& callbacks);
+
+  // Connections opened so far (pooled reuse does not count); for tests.
+  uint64_t connections_opened() const;
+
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace omni

@@ -1,0 +1,27 @@
+// Parsing of the absolute URLs the HTTP client accepts. Pure code.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace omni {
+
+struct Url {
+  std::string scheme;  // "http"
+  std::string host;    // "127.0.0.1", "example.com", "::1" (brackets removed)
+  uint16_t port = 0;   // explicit or the scheme's default
+  std::string target;  // path and query, "/" when the URL has no path
+
+  // "host:port" with brackets around IPv6 literals, as in a Host header.
+  std::string HostPort() const;
+};
+
+// Parses "http://host[:port][/path][?query]". Only http is supported; https
+// answers Unimplemented until the client gains TLS. User info is rejected
+// because credentials in URLs end up in logs.
+StatusOr<Url> ParseUrl(std::string_view url);
+
+}  // namespace omni

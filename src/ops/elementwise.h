@@ -1,0 +1,35 @@
+// Elementwise arithmetic and activations. Float inputs are f32 or bf16,
+// computed in f32; results keep the input dtype (mixed f32/bf16 binary ops
+// give f32). Binary ops broadcast as numpy does.
+#pragma once
+
+#include "tensor/tensor.h"
+
+namespace omni::ops {
+
+Tensor Add(const Tensor& a, const Tensor& b);
+Tensor Sub(const Tensor& a, const Tensor& b);
+Tensor Mul(const Tensor& a, const Tensor& b);
+Tensor Div(const Tensor& a, const Tensor& b);
+Tensor Scale(const Tensor& x, float factor);
+
+enum class GeluApprox { kNone, kTanh };  // kNone: exact erf form
+Tensor Gelu(const Tensor& x, GeluApprox approx = GeluApprox::kNone);
+Tensor Silu(const Tensor& x);
+Tensor Tanh(const Tensor& x);
+// silu(gate) * up; gate and up [..., F] of one shape.
+Tensor SwiGlu(const Tensor& gate, const Tensor& up);
+
+// Snake / SnakeBeta (BigVGAN): x + 1/beta * sin^2(alpha * x), per channel.
+struct SnakeParams {
+  Tensor alpha;            // [C]
+  Tensor beta;             // [C], or undefined for plain Snake (beta = alpha)
+  bool log_scale = false;  // alpha/beta hold logs (BigVGAN alpha_logscale)
+};
+// x [C, T] or [B, C, T].
+Tensor Snake(const Tensor& x, const SnakeParams& params);
+
+// The broadcast shape of a and b (numpy rules); CHECK-fails if incompatible.
+Shape BroadcastShape(const Shape& a, const Shape& b);
+
+}  // namespace omni::ops

@@ -1,0 +1,105 @@
+#include "ops/linear.h"
+
+#include <gtest/gtest.h>
+
+#include "ops/test_util.h"
+
+namespace omni::ops {
+namespace {
+
+using testing::RandomTensor;
+using testing::RelError;
+using testing::ToDoubles;
+
+// y[m, n] = sum_k x[m, k] * w[n, k] + b[n], with x rounded to the weight
+// dtype first (the documented compute dtype).
+std::vector<double> RefLinear(const Tensor& x, const Tensor& w, const Tensor& b) {
+  Tensor xr = x.To(w.dtype());
+  std::vector<double> xv = ToDoubles(xr), wv = ToDoubles(w);
+  std::vector<double> bv = b.defined() ? ToDoubles(b) : std::vector<double>();
+  int64_t n = w.dim(0), k = w.dim(1), m = x.numel() / k;
+  std::vector<double> y(m * n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = bv.empty() ? 0 : bv[j];
+      for (int64_t c = 0; c < k; ++c) s += xv[i * k + c] * wv[j * k + c];
+      y[i * n + j] = s;
+    }
+  return y;
+}
+
+struct LinearCase {
+  int64_t m, k, n;
+  DType wdt, xdt;
+  bool bias;
+};
+
+TEST(LinearTest, MatchesReference) {
+  const LinearCase cases[] = {
+      {1, 1, 1, DType::kF32, DType::kF32, false},     {1, 64, 32, DType::kF32, DType::kF32, true},
+      {7, 33, 17, DType::kF32, DType::kF32, true},     {16, 128, 96, DType::kBF16, DType::kBF16, true},
+      {5, 77, 65, DType::kBF16, DType::kF32, false},   {3, 48, 40, DType::kF32, DType::kBF16, true},
+      {130, 64, 33, DType::kBF16, DType::kBF16, false}, {1, 300, 257, DType::kBF16, DType::kF32, true},
+      // M <= 4 with bf16 weights takes the GEMV path on the packed layout.
+      {2, 40, 70, DType::kBF16, DType::kBF16, true},    {1, 4096, 64, DType::kBF16, DType::kBF16, false},
+  };
+  uint32_t seed = 1;
+  for (const LinearCase& c : cases) {
+    Tensor w = RandomTensor({c.n, c.k}, c.wdt, seed++);
+    Tensor b = c.bias ? RandomTensor({c.n}, DType::kF32, seed++) : Tensor();
+    Tensor x = RandomTensor({c.m, c.k}, c.xdt, seed++);
+    Linear lin(w, b);
+    Tensor y = lin.Forward(x);
+    ASSERT_EQ(y.shape(), (Shape{c.m, c.n}));
+    EXPECT_EQ(y.dtype(), c.xdt);
+    DType worst = (c.wdt == DType::kBF16 || c.xdt == DType::kBF16) ? DType::kBF16 : DType::kF32;
+    EXPECT_LE(RelError(y, RefLinear(x, w, b)), testing::Tolerance(worst))
+        << "m=" << c.m << " k=" << c.k << " n=" << c.n;
+    // A second M reuses the packed weights with another cached primitive.
+    Tensor x2 = RandomTensor({c.m + 2, c.k}, c.xdt, seed++);
+    EXPECT_LE(RelError(lin.Forward(x2), RefLinear(x2, w, b)), testing::Tolerance(worst));
+  }
+}
+
+TEST(LinearTest, LeadingDimsAndStridedWeight) {
+  Tensor wt = RandomTensor({24, 10}, DType::kF32, 5);  // [in, out]; weight is its transpose view
+  Tensor w = wt.Transpose(0, 1);
+  Tensor x = RandomTensor({2, 3, 24}, DType::kF32, 6);
+  Linear lin(w);
+  Tensor y = lin.Forward(x);
+  ASSERT_EQ(y.shape(), (Shape{2, 3, 10}));
+  EXPECT_LE(RelError(y, RefLinear(x, w.Contiguous(), Tensor())), 1e-5);
+}
+
+std::vector<double> RefMatMul(const Tensor& a, const Tensor& b) {
+  std::vector<double> av = ToDoubles(a), bv = ToDoubles(b);
+  int64_t m = a.dim(-2), k = a.dim(-1), n = b.dim(-1);
+  int64_t batch = a.numel() / (m * k);
+  bool bcast = b.numel() == k * n;
+  std::vector<double> out(batch * m * n);
+  for (int64_t p = 0; p < batch; ++p)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t c = 0; c < k; ++c) s += av[(p * m + i) * k + c] * bv[((bcast ? 0 : p) * k + c) * n + j];
+        out[(p * m + i) * n + j] = s;
+      }
+  return out;
+}
+
+TEST(MatMulTest, BatchedBroadcastAndTransposed) {
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    Tensor a = RandomTensor({3, 5, 7}, dt, 11);
+    Tensor b = RandomTensor({3, 7, 9}, dt, 12);
+    EXPECT_LE(RelError(MatMul(a, b), RefMatMul(a, b)), testing::Tolerance(dt));
+    Tensor b2 = RandomTensor({7, 4}, dt, 13);
+    EXPECT_LE(RelError(MatMul(a, b2), RefMatMul(a, b2)), testing::Tolerance(dt));
+    Tensor bt = RandomTensor({3, 9, 7}, dt, 14).Transpose(1, 2);  // [3, 7, 9] view
+    EXPECT_LE(RelError(MatMul(a, bt), RefMatMul(a, bt.Contiguous())), testing::Tolerance(dt));
+    Tensor a1 = RandomTensor({1, 1}, dt, 15), b1 = RandomTensor({1, 1}, dt, 16);
+    EXPECT_LE(RelError(MatMul(a1, b1), RefMatMul(a1, b1)), testing::Tolerance(dt));
+  }
+}
+
+}  // namespace
+}  // namespace omni::ops

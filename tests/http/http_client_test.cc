@@ -1,0 +1,111 @@
+// HttpClient against a real server: errors, timeouts, pooling.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <thread>
+
+#include "net/http_client.h"
+#include "net/http_server.h"
+#include "test_util.h"
+
+namespace omni {
+namespace {
+
+using testing::BaseUrl;
+using testing::kTestWait;
+using testing::TestServerOptions;
+
+TEST(HttpClientTest, ConnectionRefusedIsUnavailable) {
+  uint16_t port;
+  {
+    HttpServer server(TestServerOptions());
+    ASSERT_TRUE(server.Start().ok());
+    port = server.port();
+  }  // nothing listens on the port now
+  HttpClient client;
+  auto r = client.Request({.url = "http://127.0.0.1:" + std::to_string(port) + "/"});
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().ToString();
+}
+
+TEST(HttpClientTest, BadUrlIsInvalidArgument) {
+  HttpClient client;
+  EXPECT_EQ(client.Request({.url = "not a url"}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(client.Request({.url = "https://127.0.0.1/"}).status().code(), StatusCode::kUnimplemented);
+}
+
+TEST(HttpClientTest, TotalTimeoutAgainstSlowHandlerIsDeadlineExceeded) {
+  HttpServer server(TestServerOptions());
+  std::promise<void> release;
+  std::shared_future<void> release_f = release.get_future().share();
+  server.Route(HttpMethod::kGet, "/slow", [&](const HttpRequest&) {
+    release_f.wait_for(kTestWait);
+    return JsonResponse(200, "{}");
+  });
+  ASSERT_TRUE(server.Start().ok());
+  HttpClient client;
+  auto r = client.Request({.url = BaseUrl(server) + "/slow", .timeout = std::chrono::milliseconds(200)});
+  EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << r.status().ToString();
+  release.set_value();
+  // The timed-out connection was dropped; the next request opens a new one.
+  auto ok = client.Request({.url = BaseUrl(server) + "/slow"});
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(client.connections_opened(), 2u);
+}
+
+TEST(HttpClientTest, StalePooledConnectionIsReplaced) {
+  HttpServerOptions o = TestServerOptions();
+  o.idle_timeout = std::chrono::milliseconds(50);
+  HttpServer server(o);
+  server.Route(HttpMethod::kPost, "/x", [](const HttpRequest& r) { return JsonResponse(200, r.body); });
+  ASSERT_TRUE(server.Start().ok());
+  HttpClient client;
+  ASSERT_TRUE(client.Request({.method = HttpMethod::kPost, .url = BaseUrl(server) + "/x", .body = "1"}).ok());
+  // Wait until the server has closed the pooled connection for idleness.
+  auto until = std::chrono::steady_clock::now() + kTestWait;
+  while (server.open_connections() > 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(server.open_connections(), 0u);
+  auto r = client.Request({.method = HttpMethod::kPost, .url = BaseUrl(server) + "/x", .body = "2"});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->body, "2");
+  EXPECT_EQ(client.connections_opened(), 2u);
+}
+
+TEST(HttpClientTest, ConcurrentRequestsFromManyThreads) {
+  HttpServer server(TestServerOptions());
+  server.Route(HttpMethod::kPost, "/x", [](const HttpRequest& r) { return JsonResponse(200, r.body); });
+  ASSERT_TRUE(server.Start().ok());
+  HttpClient client;
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 25; ++i) {
+        std::string body = std::to_string(t * 100 + i);
+        auto r = client.Request({.method = HttpMethod::kPost, .url = BaseUrl(server) + "/x", .body = body});
+        if (r.ok() && r->body == body) ++ok;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 100);
+  EXPECT_LE(client.connections_opened(), 4u);
+}
+
+TEST(HttpClientTest, HeadRequestHasNoBody) {
+  HttpServer server(TestServerOptions());
+  server.Route(HttpMethod::kGet, "/x", [](const HttpRequest&) { return JsonResponse(200, "0123456789"); });
+  ASSERT_TRUE(server.Start().ok());
+  HttpClient client;
+  auto r = client.Request({.method = HttpMethod::kHead, .url = BaseUrl(server) + "/x"});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->headers.Get("content-length"), "10");
+  EXPECT_TRUE(r->body.empty());
+  ASSERT_TRUE(client.Request({.url = BaseUrl(server) + "/x"}).ok());  // connection still in sync
+  EXPECT_EQ(client.connections_opened(), 1u);
+}
+
+}  // namespace
+}  // namespace omni

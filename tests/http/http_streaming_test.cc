@@ -1,0 +1,162 @@
+// Streaming and asynchronous replies: SSE read incrementally, client
+// disconnects noticed by the server, replies from other threads.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <thread>
+
+#include "net/http_client.h"
+#include "net/http_server.h"
+#include "net/sse.h"
+#include "test_util.h"
+
+namespace omni {
+namespace {
+
+using testing::BaseUrl;
+using testing::kTestWait;
+using testing::TestServerOptions;
+
+HttpHeaders SseHeaders() {
+  HttpHeaders h;
+  h.Set("content-type", "text/event-stream");
+  h.Set("cache-control", "no-cache");
+  return h;
+}
+
+TEST(HttpStreamingTest, ClientSeesFirstEventBeforeServerSendsLast) {
+  HttpServer server(TestServerOptions());
+  std::promise<void> client_saw_first;
+  std::shared_future<void> saw_first_f = client_saw_first.get_future().share();
+  std::atomic<bool> first_seen_before_last{false};
+  std::vector<std::thread> producers;
+  server.RouteStreaming(HttpMethod::kPost, "/v1/stream", [&](HttpRequest req, std::shared_ptr<ResponseWriter> w) {
+    producers.emplace_back([&, w] {
+      w->StartStream(200, SseHeaders());
+      w->WriteSseEvent("first", "delta");
+      // The last event goes out only once the client has parsed the first,
+      // which is only possible if the body reached it incrementally.
+      first_seen_before_last = saw_first_f.wait_for(kTestWait) == std::future_status::ready;
+      w->WriteSseEvent("multi\nline");
+      w->WriteSseEvent("[DONE]");
+      w->Finish();
+    });
+  });
+  ASSERT_TRUE(server.Start().ok());
+
+  HttpClient client;
+  SseParser parser;
+  std::vector<SseEvent> events;
+  int status = 0;
+  std::string content_type;
+  HttpStreamCallbacks cb;
+  cb.on_headers = [&](int s, const HttpHeaders& h) {
+    status = s;
+    content_type = std::string(h.GetOr("content-type", ""));
+    return true;
+  };
+  cb.on_body = [&](std::string_view chunk) {
+    parser.Feed(chunk, [&](SseEvent&& e) {
+      if (events.empty()) client_saw_first.set_value();
+      events.push_back(std::move(e));
+    });
+    return true;
+  };
+  auto r = client.Stream({.method = HttpMethod::kPost, .url = BaseUrl(server) + "/v1/stream", .body = "{}"}, cb);
+  for (auto& t : producers) t.join();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, 200);
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(content_type, "text/event-stream");
+  EXPECT_TRUE(first_seen_before_last.load());
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0].event, "delta");
+  EXPECT_EQ(events[0].data, "first");
+  EXPECT_EQ(events[1].data, "multi\nline");
+  EXPECT_EQ(events[2].data, "[DONE]");
+  // The chunked stream ended cleanly, so the connection was kept.
+  auto again = client.Stream({.method = HttpMethod::kPost, .url = BaseUrl(server) + "/v1/stream"}, {});
+  for (auto& t : producers) {
+    if (t.joinable()) t.join();
+  }
+  EXPECT_TRUE(again.ok());
+  EXPECT_EQ(client.connections_opened(), 1u);
+}
+
+TEST(HttpStreamingTest, ServerNoticesClientGoneMidStream) {
+  HttpServer server(TestServerOptions());
+  std::promise<void> gone_callback;
+  std::shared_ptr<ResponseWriter> kept;
+  server.RouteStreaming(HttpMethod::kGet, "/stream", [&](HttpRequest, std::shared_ptr<ResponseWriter> w) {
+    w->OnClientGone([&] { gone_callback.set_value(); });
+    w->StartStream(200, SseHeaders());
+    w->WriteSseEvent("one");
+    kept = w;  // the stream stays open; only the client can end it
+  });
+  ASSERT_TRUE(server.Start().ok());
+
+  HttpClient client;
+  HttpStreamCallbacks cb;
+  cb.on_body = [](std::string_view) { return false; };  // hang up after the first bytes
+  auto r = client.Stream({.url = BaseUrl(server) + "/stream"}, cb);
+  EXPECT_EQ(r.status().code(), StatusCode::kCancelled);
+
+  ASSERT_EQ(gone_callback.get_future().wait_for(kTestWait), std::future_status::ready);
+  EXPECT_TRUE(kept->client_gone());
+  EXPECT_FALSE(kept->WriteSseEvent("two"));
+  kept.reset();
+}
+
+TEST(HttpStreamingTest, UnaryReplyFromAnotherThread) {
+  HttpServer server(TestServerOptions());
+  std::vector<std::thread> threads;
+  server.RouteStreaming(HttpMethod::kPost, "/async", [&](HttpRequest req, std::shared_ptr<ResponseWriter> w) {
+    threads.emplace_back([w, body = std::move(req.body)] { w->Send(JsonResponse(201, body)); });
+  });
+  ASSERT_TRUE(server.Start().ok());
+  HttpClient client;
+  auto r = client.Request({.method = HttpMethod::kPost, .url = BaseUrl(server) + "/async", .body = "hi"});
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 201);
+  EXPECT_EQ(r->body, "hi");
+}
+
+TEST(HttpStreamingTest, DroppedWriterGives500) {
+  HttpServer server(TestServerOptions());
+  server.RouteStreaming(HttpMethod::kGet, "/drop", [](HttpRequest, std::shared_ptr<ResponseWriter>) {});
+  ASSERT_TRUE(server.Start().ok());
+  HttpClient client;
+  auto r = client.Request({.url = BaseUrl(server) + "/drop"});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 500);
+  EXPECT_NE(r->body.find("without a response"), std::string::npos);
+}
+
+TEST(HttpStreamingTest, LargeStreamWithBackpressureArrivesIntact) {
+  HttpServerOptions o = TestServerOptions();
+  o.stream_buffer_bytes = 64 * 1024;  // the producer must wait for the socket many times
+  HttpServer server(o);
+  std::vector<std::thread> producers;
+  server.RouteStreaming(HttpMethod::kGet, "/big", [&](HttpRequest, std::shared_ptr<ResponseWriter> w) {
+    producers.emplace_back([w] {
+      w->StartStream(200, {});
+      std::string block(16 * 1024, 'a');
+      for (int i = 0; i < 256; ++i) {
+        block[0] = static_cast<char>('a' + i % 26);
+        if (!w->Write(block)) return;
+      }
+      w->Finish();
+    });
+  });
+  ASSERT_TRUE(server.Start().ok());
+  HttpClient client;
+  auto r = client.Request({.url = BaseUrl(server) + "/big"});
+  for (auto& t : producers) t.join();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->body.size(), 256u * 16 * 1024);
+  for (int i = 0; i < 256; ++i) ASSERT_EQ(r->body[i * 16 * 1024], 'a' + i % 26);
+}
+
+}  // namespace
+}  // namespace omni
