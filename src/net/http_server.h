@@ -45,6 +45,10 @@ struct HttpServerOptions {
   // A streaming writer's Write() blocks its caller once this many bytes wait
   // to be sent to a slow client (backpressure).
   size_t stream_buffer_bytes = 1u << 20;
+  // A client that accepts none of a pending write for this long (it stopped
+  // reading) counts as gone: the connection is closed, the writer's Write()
+  // returns false and OnClientGone fires, so a producer never blocks forever.
+  std::chrono::milliseconds stream_write_timeout{30'000};
   bool health_endpoint = true;   // GET /health
   bool metrics_endpoint = true;  // GET /metrics
   bool access_log = true;        // one info line per request

@@ -179,7 +179,11 @@ asio::awaitable<void> Pump(Impl& srv, std::shared_ptr<Connection> conn, ReplyCha
       if (done || abort) break;
     }
     if (!bytes.empty()) {
-      auto [ec, n] = co_await asio::async_write(conn->stream.socket(), asio::buffer(bytes), kNoThrow);
+      // Through the timed stream (WatchForHangup reads the raw socket), so a
+      // stalled reader times out; the timeout closes the socket, which also
+      // ends the watch.
+      conn->stream.expires_after(srv.options_.stream_write_timeout);
+      auto [ec, n] = co_await asio::async_write(conn->stream, asio::buffer(bytes), kNoThrow);
       if (ec) co_return;
     }
     if (chunk_bytes > 0) ch.Consumed(chunk_bytes);

@@ -2,6 +2,8 @@
 // disconnects noticed by the server, replies from other threads.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <future>
 #include <thread>
 
@@ -105,6 +107,37 @@ TEST(HttpStreamingTest, ServerNoticesClientGoneMidStream) {
   EXPECT_TRUE(kept->client_gone());
   EXPECT_FALSE(kept->WriteSseEvent("two"));
   kept.reset();
+}
+
+// A client that sends its request and then never reads: once the socket
+// buffers fill, the stall timeout must mark it gone so the producer's Write()
+// returns false instead of blocking forever.
+TEST(HttpStreamingTest, ClientThatStopsReadingIsGoneAfterStallTimeout) {
+  HttpServerOptions options = TestServerOptions();
+  options.stream_write_timeout = std::chrono::milliseconds(200);
+  options.stream_buffer_bytes = 64 << 10;
+  HttpServer server(options);
+  std::promise<uint64_t> producer_done;
+  std::thread producer;
+  server.RouteStreaming(HttpMethod::kGet, "/firehose", [&](HttpRequest, std::shared_ptr<ResponseWriter> w) {
+    producer = std::thread([w, &producer_done] {
+      w->StartStream(200, HttpHeaders());
+      const std::string chunk(256 << 10, 'z');
+      uint64_t sent = 0;
+      // Bounded: 4 GiB would take far longer than any socket buffer holds.
+      while (sent < (4ull << 30) && w->Write(chunk)) sent += chunk.size();
+      producer_done.set_value(sent);
+    });
+  });
+  ASSERT_TRUE(server.Start().ok());
+  int fd = testing::ConnectRaw(server.port());
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(testing::SendAll(fd, "GET /firehose HTTP/1.1\r\nHost: x\r\n\r\n"));
+  auto done = producer_done.get_future();
+  ASSERT_EQ(done.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  EXPECT_LT(done.get(), 4ull << 30);  // stopped by the timeout, not by the bound
+  producer.join();
+  close(fd);
 }
 
 TEST(HttpStreamingTest, UnaryReplyFromAnotherThread) {
