@@ -15,8 +15,17 @@ packages=(
   libdnnl-dev
   # core: JSON, YAML, logging, CLI, hashing, crypto
   nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev libxxhash-dev libssl-dev
+  # tokenizers: GPT-style pre-tokenizer regexes need Unicode classes and lookahead
+  libpcre2-dev
+  # KV-cache events in vLLM's wire format: ZeroMQ PUB. (msgpack is our own
+  # small codec in src/net/msgpack.*: Debian's libmsgpack-dev and
+  # libmsgpack-cxx-dev depend on Boost 1.74, which conflicts with 1.81.)
+  cppzmq-dev libzmq3-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev wrk curl
+  # a real S3 server for the object-store tests: OpenStack Swift with s3api
+  # (scripts/s3/swift-up.sh starts it on 127.0.0.1; tempauth needs memcached)
+  swift swift-proxy swift-object swift-container swift-account python3-swift memcached
   # reference scripts (goldens are committed; tests do not need these)
   python3 python3-numpy
 )
@@ -39,9 +48,13 @@ else
   echo "setup: all Debian packages present"
 fi
 
-# npm packages (real peers for integration tests) are listed in package.json
-# once the project has any; none are needed yet.
+# npm packages (real peers and reference generators) are pinned in
+# package.json / package-lock.json and installed into node_modules/.
 root="$(cd "$(dirname "$0")/.." && pwd)"
-if [[ -f "$root/package.json" ]]; then
+if [[ -f "$root/package-lock.json" ]]; then
+  if ! command -v npm >/dev/null; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm
+  fi
   (cd "$root" && npm ci --no-audit --no-fund --loglevel=error)
 fi

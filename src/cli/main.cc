@@ -2,9 +2,15 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
+#include "cli/bench_command.h"
+#include "cli/demo_model_command.h"
+#include "cli/generate_command.h"
+#include "cli/llm_command.h"
 #include "cli/roles.h"
+#include "cli/store_command.h"
 #include "cli/up_command.h"
 #include "cli/version.h"
 #include "core/log.h"
@@ -42,23 +48,67 @@ int main(int argc, char** argv) {
       ->capture_default_str();
 
   omni::cli::UpOptions up;
-  up.self_path = argv[0];
+  // The supervisor re-executes this binary for each role; /proc/self/exe
+  // works however the binary was invoked (PATH, relative path, symlink).
+  std::error_code ec;
+  up.self_path = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  if (ec) up.self_path = argv[0];
+  omni::cli::StoreFlags store;
+  omni::cli::DemoModelFlags demo;
   CLI::App* up_cmd = nullptr;
-  std::string unbuilt;
+  CLI::App* store_cmd = nullptr;
+  CLI::App* demo_cmd = nullptr;
+  omni::cli::BenchFlags bench;
+  CLI::App* bench_cmd = nullptr;
+  omni::cli::LlmFlags llm;
+  CLI::App* llm_cmd = nullptr;
+  omni::cli::GenerateFlags generate;
+  CLI::App* generate_cmd = nullptr;
   for (const auto& role : omni::cli::kRoles) {
+    if (role.name == "store") {
+      store_cmd = omni::cli::AddStoreCommand(app, &store);
+      continue;
+    }
+    if (role.name == "bench") {
+      bench_cmd = omni::cli::AddBenchCommand(app, &bench);
+      continue;
+    }
+    if (role.name == "llm") {
+      llm_cmd = omni::cli::AddLlmCommand(app, &llm);
+      continue;
+    }
+    if (role.name == "generate") {
+      generate_cmd = omni::cli::AddGenerateCommand(app, &generate);
+      continue;
+    }
+    if (role.name == "make-demo-model") {
+      demo_cmd = omni::cli::AddDemoModelCommand(app, &demo);
+      continue;
+    }
     std::string summary(role.summary);
     if (!role.built) summary += " [not in this build yet: " + std::string(role.tracked) + "]";
     CLI::App* sub = app.add_subcommand(std::string(role.name), summary);
     if (role.name == "up") {
       up_cmd = sub;
       sub->add_option("--host", up.host, "address for the client port")->capture_default_str();
-      sub->add_option("--port", up.port, "client port (0: the OS picks)")->capture_default_str();
+      sub->add_option("--port", up.port, "client port (0: the OS picks; the llm role logs it)")->capture_default_str();
+      sub->add_option("--data-dir", up.data_dir, "models and objects (default $HOME/.cache/omniserve)");
     } else if (!role.built) {
       sub->allow_extras();
     }
   }
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // One line, so scripts can show it as is (CLI11 adds a second).
+    std::fprintf(stderr, "omniserve: %s (see --help)\n", e.what());
+    return e.get_exit_code() != 0 ? e.get_exit_code() : 2;
+  }
 
   CLI::App* chosen = app.get_subcommands().front();
   const std::string role = chosen->get_name();
@@ -67,7 +117,16 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (int rc = InitLogging(flags, role); rc != 0) return rc;
-  if (chosen == up_cmd) return omni::cli::RunUp(up);
+  if (chosen == up_cmd) {
+    up.log_level = flags.log_level;
+    up.log_format = flags.log_format;
+    return omni::cli::RunUp(up);
+  }
+  if (chosen == store_cmd) return omni::cli::RunStoreCommand(store_cmd, store);
+  if (chosen == demo_cmd) return omni::cli::RunDemoModelCommand(demo);
+  if (chosen == bench_cmd) return omni::cli::RunBenchCommand(bench);
+  if (chosen == llm_cmd) return omni::cli::RunLlmCommand(llm);
+  if (chosen == generate_cmd) return omni::cli::RunGenerateCommand(generate);
   for (const auto& r : omni::cli::kRoles) {
     if (r.name == role && !r.built) {
       std::fprintf(stderr, "omniserve: the %s role is not in this build yet (%.*s)\n", role.c_str(),

@@ -17,13 +17,13 @@ inline constexpr RoleInfo kRoles[] = {
     {"up", "run the whole stack on loopback behind one client port (supervisor)", true, ""},
     {"orchestrator", "OpenAI Chat Completions front: calls encoders, LLM, decoders", false, "the orchestrator issue"},
     {"gateway", "one entry for every model server; cache-aware endpoint picking", false, "issue 5"},
-    {"llm", "OpenAI-compatible LLM server (paged KV cache, prefix caching, batching)", false, "issue 4"},
+    {"llm", "OpenAI-compatible LLM server (paged KV cache, prefix caching, batching)", true, ""},
     {"encoder", "vision or audio encoder server (POST /v1/encode)", false, "the encoder issue"},
     {"decoder", "vision or audio decoder server (POST /v1/decode)", false, "the decoder issue"},
-    {"make-demo-model", "write tiny random-weight component folders with the real schema", false, "issue 4"},
-    {"store", "put/get/head/ls/rm/presign objects in a file:// or s3:// store", false, "issue 3"},
-    {"bench", "load generator for the served APIs", false, "issue 5"},
-    {"generate", "offline generation from a model folder", false, "issue 4"},
+    {"make-demo-model", "write tiny random-weight component folders with the real schema", true, ""},
+    {"store", "put/get/head/ls/rm/presign objects in a file:// or s3:// store", true, ""},
+    {"bench", "load generator for OpenAI-compatible endpoints", true, ""},
+    {"generate", "offline generation from a model folder", true, ""},
     {"version", "print the version and build details", true, ""},
 };
 

@@ -1,20 +1,23 @@
 #include "cli/up_command.h"
 
-#include <atomic>
-#include <thread>
+#include <signal.h>
+#include <unistd.h>
 
-#include <nlohmann/json.hpp>
+#include <cstdlib>
+#include <filesystem>
 
+#include "cli/demo_model_command.h"
 #include "cli/roles.h"
 #include "core/log.h"
-#include "net/http_server.h"
 #include "services/supervisor.h"
 
 namespace omni::cli {
 namespace {
 
-// The roles `up` would start, in start order. Each starts only once this
-// build has it (roles.h); until then `up` says which are missing.
+constexpr char kDemoModelName[] = "omni-demo";
+
+// The roles of the full stack, in start order; `up` starts the ones this
+// build has and says which it lacks.
 constexpr std::string_view kStackRoles[] = {"llm", "encoder", "decoder", "gateway", "orchestrator"};
 
 bool IsBuilt(std::string_view role) {
@@ -24,77 +27,80 @@ bool IsBuilt(std::string_view role) {
   return false;
 }
 
-nlohmann::json StackJson(const Supervisor& sup) {
-  nlohmann::json roles = nlohmann::json::array();
-  for (std::string_view role : kStackRoles) {
-    nlohmann::json r = {{"role", role}, {"built", IsBuilt(role)}};
-    for (const auto& c : sup.children()) {
-      if (c.name == role) {
-        r["pid"] = c.pid;
-        r["restarts"] = c.restarts;
-      }
+std::string DefaultDataDir() {
+  const char* home = std::getenv("HOME");  // read here, at the process edge
+  return home != nullptr && *home != '\0' ? std::string(home) + "/.cache/omniserve" : ".omniserve";
+}
+
+// Writes the demo LLM once; later starts reuse it.
+StatusOr<std::string> EnsureDemoModel(const std::string& data_dir) {
+  std::string dir = data_dir + "/models/" + kDemoModelName;
+  if (std::filesystem::exists(dir + "/config.json")) return dir;
+  OMNI_LOG(kInfo, "up: writing the demo model to {}", dir);
+  DemoModelFlags flags;
+  flags.out = dir;
+  OMNI_RETURN_IF_ERROR(WriteDemoModel(flags));
+  return dir;
+}
+
+std::vector<ChildSpec> StackChildren(const UpOptions& options, const std::string& model_dir) {
+  // The llm role serves the client port until the orchestrator exists.
+  return {ChildSpec{.name = "llm",
+                    .argv = {options.self_path, "--log-level", options.log_level, "--log-format",
+                             options.log_format, "llm", "--model", model_dir, "--host", options.host, "--port",
+                             std::to_string(options.port), "--served-model-name", kDemoModelName}}};
+}
+
+// Blocks SIGTERM and SIGINT in this thread (children start with a clean
+// mask) and waits for them while polling the supervisor.
+int SuperviseUntilSignal(Supervisor& sup) {
+  for (;;) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    timespec tick{0, 100'000'000};
+    int sig = sigtimedwait(&set, nullptr, &tick);
+    if (sig == SIGTERM || sig == SIGINT) {
+      OMNI_LOG(kInfo, "up: signal {} received; stopping the roles", sig);
+      return 0;
     }
-    roles.push_back(r);
+    sup.Poll();
   }
-  return {{"object", "omniserve.stack"}, {"roles", roles}};
 }
 
 }  // namespace
 
 int RunUp(const UpOptions& options) {
-  std::vector<ChildSpec> children;  // filled as roles land in this build
-  std::string missing;
-  for (std::string_view role : kStackRoles) {
-    if (!IsBuilt(role)) missing += (missing.empty() ? "" : ", ") + std::string(role);
-  }
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
+  std::string data_dir = options.data_dir.empty() ? DefaultDataDir() : options.data_dir;
+  auto model_dir = EnsureDemoModel(data_dir);
+  if (!model_dir.ok()) {
+    OMNI_LOG(kError, "up: {}", model_dir.status().ToString());
+    return 1;
+  }
+  std::string started, missing;
+  for (std::string_view role : kStackRoles) {
+    std::string& list = IsBuilt(role) ? started : missing;
+    list += (list.empty() ? "" : ", ") + std::string(role);
+  }
   Supervisor sup(SupervisorOptions{});
-  if (Status s = sup.Start(std::move(children)); !s.ok()) {
+  if (Status s = sup.Start(StackChildren(options, *model_dir)); !s.ok()) {
     OMNI_LOG(kError, "up: {}", s.ToString());
     return 1;
   }
-
-  HttpServerOptions http;
-  http.host = options.host;
-  http.port = options.port;
-  HttpServer server(http);
-  server.RouteInline(HttpMethod::kGet, "/v1/models", [](const HttpRequest&) {
-    // No LLM role runs yet, so no model is served.
-    return JsonResponse(200, R"({"object":"list","data":[]})");
-  });
-  server.RouteInline(HttpMethod::kGet, "/", [&sup](const HttpRequest&) {
-    return JsonResponse(200, StackJson(sup).dump());
-  });
-  const std::string why = "no model is served: this build has no " + missing +
-                          " role yet (GET / lists the roles of the stack)";
-  for (const char* path : {"/v1/chat/completions", "/b/v1/chat/completions", "/v1/completions"}) {
-    server.RouteInline(HttpMethod::kPost, path, [why](const HttpRequest&) {
-      return ErrorResponse(Unavailable(why).WithErrorCode("no_model_served"));
-    });
-  }
-  if (Status s = server.Start(); !s.ok()) {
-    OMNI_LOG(kError, "up: cannot serve {}:{}: {}", options.host, options.port, s.ToString());
-    sup.Stop();
-    return 1;
-  }
-  OMNI_LOG(kInfo, "up: serving http://{}:{} (GET / for the stack, /health, /metrics, /v1/models)", options.host,
-           server.port());
-  OMNI_LOG(kInfo, "up: roles started: {}; not in this build yet: {}",
-           sup.children().empty() ? std::string("none") : std::to_string(sup.children().size()), missing);
-
-  std::atomic<bool> stop{false};
-  std::thread poller([&] {
-    while (!stop.load()) {
-      sup.Poll();
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  });
-  server.RunUntilSignal();  // drains the client port first
-  stop = true;
-  poller.join();
+  OMNI_LOG(kInfo, "up: roles started: {}; not in this build yet: {}", started, missing);
+  OMNI_LOG(kInfo, "up: the OpenAI API (model {}) is served by the llm role on {}:{}", kDemoModelName, options.host,
+           options.port);
+  int rc = SuperviseUntilSignal(sup);
   sup.Stop();
   OMNI_LOG(kInfo, "up: stopped");
-  return 0;
+  return rc;
 }
 
 }  // namespace omni::cli

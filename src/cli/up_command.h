@@ -1,6 +1,10 @@
-// `omniserve up`: the whole stack on one machine, on loopback, behind one
-// client port. It starts every role this build has as a supervised child
-// process and serves the client-facing port itself until SIGTERM/SIGINT.
+// `omniserve up`: the whole stack on one machine, on loopback. It writes the
+// demo model on first start, then runs every role this build has as a
+// supervised child process (restarted if it dies) until SIGTERM/SIGINT, when
+// it stops the children (each drains its in-flight requests).
+//
+// Until the orchestrator role exists, the llm role itself serves the client
+// port, so the OpenAI API is there.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +15,10 @@ namespace omni::cli {
 struct UpOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8000;
+  std::string data_dir;   // models and objects; default $HOME/.cache/omniserve
   std::string self_path;  // this binary, for starting roles as children
+  std::string log_level = "info";  // passed on to every child
+  std::string log_format = "text";
 };
 
 // Returns the process exit code.

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "core/utf8.h"
 #include "tensor/dtype.h"
 #include "tensor/tensor.h"
 
@@ -61,9 +62,6 @@ struct SafetensorsHeader {
 StatusOr<SafetensorsHeader> ParseSafetensorsHeader(std::span<const uint8_t> file,
                                                    std::string_view source = "<buffer>");
 
-// True if `s` is well-formed UTF-8 (no overlong forms, no surrogates, nothing
-// above U+10FFFF).
-bool IsValidUtf8(std::string_view s);
 
 // Appends `s` as a JSON string literal, escaped as serde_json (the reference
 // writer) escapes: `"` `\` and control characters; everything else verbatim.

@@ -1,0 +1,120 @@
+#include "cli/llm_command.h"
+
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <memory>
+#include <thread>
+
+#include "core/log.h"
+#include "net/http_client.h"
+#include "net/http_server.h"
+#include "services/llm/llm_http.h"
+#include "services/llm/llm_service.h"
+#include "engine/kv_event_publisher.h"
+#include "storage/open_store.h"
+#include "storage/s3/s3_store.h"
+
+namespace omni::cli {
+namespace {
+
+// vLLM's topic names the server as host:port; with --port 0 the port is not
+// known when the publisher starts, so the topic then says the requested port.
+std::string ServedName(const LlmFlags& f) {
+  if (!f.served_model_name.empty()) return f.served_model_name;
+  return std::filesystem::path(f.model).lexically_normal().filename().string();
+}
+
+}  // namespace
+
+CLI::App* AddLlmCommand(CLI::App& app, LlmFlags* f) {
+  CLI::App* sub = app.add_subcommand("llm", "OpenAI-compatible LLM server (paged KV cache, prefix caching, batching)");
+  sub->add_option("--model", f->model, "model folder (config.json, *.safetensors, tokenizer.json)")->required();
+  sub->add_option("--host", f->host, "listen address")->capture_default_str();
+  sub->add_option("--port", f->port, "listen port (0: the OS picks)")->capture_default_str();
+  sub->add_option("--served-model-name", f->served_model_name, "model name in the API (default: the folder's name)");
+  auto* mem = sub->add_option("--kv-cache-memory", f->kv_cache_memory, "KV pool budget in bytes")->capture_default_str();
+  sub->add_option("--num-kv-blocks", f->num_kv_blocks, "KV pool size in 16-token blocks")->excludes(mem);
+  sub->add_option("--max-model-len", f->max_model_len, "context length (default: the model's, capped by the pool)");
+  sub->add_option("--max-num-batched-tokens", f->max_num_batched_tokens, "token budget per engine step")
+      ->capture_default_str();
+  sub->add_option("--max-num-seqs", f->max_num_seqs, "running sequences at most")->capture_default_str();
+  sub->add_option("--store", f->store, "object store for s3:// and file:// media (file:///dir or s3://bucket...)");
+  sub->add_option("--embedding-cache-bytes", f->embedding_cache_bytes, "LRU cache of fetched embedding objects")
+      ->capture_default_str();
+  sub->add_option("--kv-events", f->kv_events, "publish KV-cache events (vLLM ZeroMQ format) on tcp://HOST:PORT");
+  sub->add_option("--seed", f->seed, "seed for requests without one")->capture_default_str();
+  return sub;
+}
+
+int RunLlmCommand(const LlmFlags& f) {
+  std::unique_ptr<KvEventPublisher> kv_events;
+  if (!f.kv_events.empty()) {
+    KvEventPublisherOptions kv;
+    kv.endpoint = f.kv_events;
+    kv.topic = KvEventTopic(f.host + ":" + std::to_string(f.port), ServedName(f));
+    auto publisher = KvEventPublisher::Create(std::move(kv));
+    if (!publisher.ok()) {
+      OMNI_LOG(kError, "llm: --kv-events: {}", publisher.status().ToString());
+      return 2;
+    }
+    kv_events = std::move(publisher).value();
+    OMNI_LOG(kInfo, "llm: publishing KV events on {}", kv_events->bound_endpoint());
+  }
+  std::unique_ptr<ObjectStore> store;
+  if (!f.store.empty()) {
+    auto opened = OpenObjectStore(f.store, S3CredentialsFromEnv());
+    if (!opened.ok()) {
+      OMNI_LOG(kError, "llm: {}", opened.status().ToString());
+      return 2;
+    }
+    store = std::move(opened).value();
+  }
+  HttpClient http_client;
+  MetricsRegistry registry;
+  llm::LlmServiceOptions options;
+  options.model_dir = f.model;
+  options.served_model_name = f.served_model_name;
+  options.kv_cache_memory_bytes = f.kv_cache_memory;
+  options.num_kv_blocks = f.num_kv_blocks;
+  options.max_model_len = f.max_model_len;
+  options.max_num_batched_tokens = f.max_num_batched_tokens;
+  options.max_num_seqs = f.max_num_seqs;
+  options.default_seed = static_cast<uint64_t>(f.seed);
+  options.store = store.get();
+  options.store_uri = f.store;
+  options.http_client = &http_client;
+  options.embedding_cache_bytes = static_cast<size_t>(f.embedding_cache_bytes);
+  options.metrics = &registry;
+  options.kv_events = kv_events.get();
+  auto created = llm::LlmService::Create(std::move(options));
+  if (!created.ok()) {
+    OMNI_LOG(kError, "llm: {}", created.status().ToString());
+    return 2;
+  }
+  std::unique_ptr<llm::LlmService> service = std::move(created).value();
+  llm::LlmHttpAdapter adapter(*service, registry);
+
+  HttpServerOptions http;
+  http.host = f.host;
+  http.port = static_cast<uint16_t>(f.port);
+  http.io_threads = 2;
+  http.metrics = &registry;
+  HttpServer server(http);
+  adapter.RegisterRoutes(server);
+  if (Status s = server.Start(); !s.ok()) {
+    OMNI_LOG(kError, "llm: cannot serve {}:{}: {}", f.host, f.port, s.ToString());
+    return 1;
+  }
+  OMNI_LOG(kInfo, "llm: listening on http://{}:{}; loading {}", f.host, server.port(), f.model);
+  std::thread loader([&] {
+    if (Status s = service->Load(); !s.ok()) OMNI_LOG(kError, "llm: {}", s.ToString());
+  });
+  server.RunUntilSignal();  // SIGTERM: drain in-flight requests and streams
+  loader.join();
+  service->Shutdown();
+  adapter.WaitIdle();
+  return 0;
+}
+
+}  // namespace omni::cli

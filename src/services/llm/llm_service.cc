@@ -1,0 +1,391 @@
+#include "services/llm/llm_service.h"
+
+#include <condition_variable>
+#include <ctime>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <random>
+#include <utility>
+
+#include "core/log.h"
+#include "engine/kv_cache.h"
+#include "services/llm/model_runner_adapter.h"
+#include "services/llm/prompt_builder.h"
+#include "services/llm/stop_strings.h"
+#include "text/omni_tokens.h"
+#include "text/stream_detokenizer.h"
+
+namespace omni::llm {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+double SecondsBetween(SteadyClock::time_point a, SteadyClock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+std::string FolderName(const std::string& dir) {
+  std::filesystem::path p(dir);
+  while (!p.empty() && p.filename().empty()) p = p.parent_path();
+  return p.filename().string();
+}
+
+// Outputs of every choice of one request, handed from the engine thread to
+// the request's own thread.
+struct OutputChannel {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::pair<int, TokenOutput>> queue;  // guarded by mu
+
+  void Push(int choice, const TokenOutput& out) {
+    {
+      std::lock_guard lock(mu);
+      queue.emplace_back(choice, out);
+    }
+    cv.notify_one();
+  }
+  std::pair<int, TokenOutput> Pop() {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return !queue.empty(); });
+    auto item = std::move(queue.front());
+    queue.pop_front();
+    return item;
+  }
+};
+
+struct ChoiceState {
+  ChoiceState(const Tokenizer& tokenizer, std::vector<std::string> stops)
+      : detok(tokenizer, DecodeOptions{.skip_special_tokens = true}), stop(std::move(stops)) {}
+  StreamDetokenizer detok;
+  StopStringMatcher stop;
+  bool finished = false;
+  bool has_token = false;
+  SteadyClock::time_point last_token;
+  std::string finish_reason;
+  int output_tokens = 0;
+  int cached_tokens = 0;
+};
+
+std::string EngineId(const PreparedGeneration& r, int choice) { return r.id + "-" + std::to_string(choice); }
+
+}  // namespace
+
+StatusOr<std::unique_ptr<LlmService>> LlmService::Create(LlmServiceOptions options) {
+  if (options.model_dir.empty()) return InvalidArgument("--model is required").WithParam("model");
+  if (options.metrics == nullptr) return InvalidArgument("LlmService needs a metrics registry");
+  return std::unique_ptr<LlmService>(new LlmService(std::move(options)));
+}
+
+LlmService::LlmService(LlmServiceOptions options) : options_(std::move(options)) {
+  served_name_ = options_.served_model_name.empty() ? FolderName(options_.model_dir) : options_.served_model_name;
+  fetcher_ = std::make_unique<EmbeddingFetcher>(options_.store, options_.store_uri, options_.http_client,
+                                                options_.embedding_cache_bytes);
+  metrics_ = std::make_unique<LlmMetrics>(*options_.metrics, served_name_);
+}
+
+LlmService::~LlmService() { Shutdown(); }
+
+Status LlmService::Load() {
+  Status s = [&]() -> Status {
+    OMNI_ASSIGN_OR_RETURN(tokenizer_, Tokenizer::FromFile(options_.model_dir + "/tokenizer.json"));
+    OMNI_ASSIGN_OR_RETURN(model_, models::HyperClovaxModel::Load(options_.model_dir));
+    if (tokenizer_->vocab_size() > model_->vocab_size()) {
+      return InvalidArgument("the tokenizer has " + std::to_string(tokenizer_->vocab_size()) +
+                             " ids but the model's vocabulary is " + std::to_string(model_->vocab_size()));
+    }
+    const KvCacheSpec spec = KvSpecForModel(*model_, options_.kv_dtype);
+    num_kv_blocks_ = options_.num_kv_blocks;
+    if (num_kv_blocks_ <= 0) {
+      OMNI_ASSIGN_OR_RETURN(num_kv_blocks_, NumBlocksForBudget(spec, options_.kv_cache_memory_bytes));
+    }
+    const int pool_tokens = num_kv_blocks_ * kBlockSize;
+    max_model_len_ = options_.max_model_len > 0
+                         ? options_.max_model_len
+                         : static_cast<int>(std::min<int64_t>(model_->config().max_position_embeddings, pool_tokens));
+    if (max_model_len_ > pool_tokens) {
+      return InvalidArgument("--max-model-len " + std::to_string(max_model_len_) + " does not fit the KV pool of " +
+                             std::to_string(num_kv_blocks_) + " blocks (" + std::to_string(pool_tokens) + " tokens)");
+    }
+    EngineConfig config;
+    config.num_kv_blocks = num_kv_blocks_;
+    config.max_model_len = max_model_len_;
+    config.max_num_batched_tokens = options_.max_num_batched_tokens;
+    config.max_num_seqs = options_.max_num_seqs;
+    config.default_seed = options_.default_seed;
+    const auto& eos = model_->config().eos_token_ids;
+    if (!eos.empty()) config.eos_token_id = static_cast<int32_t>(eos.front());
+    for (std::string_view t : {kImEnd, kEndOfText}) {
+      if (auto id = tokenizer_->TokenToId(t)) chat_stop_ids_.push_back(*id);
+    }
+    for (size_t i = 1; i < eos.size(); ++i) chat_stop_ids_.push_back(static_cast<int32_t>(eos[i]));
+    auto runner = std::make_unique<HyperClovaxRunner>(*model_, spec, num_kv_blocks_);
+    OMNI_ASSIGN_OR_RETURN(engine_, Engine::Start(config, std::move(runner), options_.kv_events));
+    metrics_->SetCacheConfig(num_kv_blocks_);
+    return Status::Ok();
+  }();
+  if (!s.ok()) {
+    load_failed_ = true;
+    return std::move(s).Annotate("loading " + options_.model_dir);
+  }
+  loaded_.store(true, std::memory_order_release);
+  OMNI_LOG(kInfo, "llm: serving {} ({} KV blocks, max_model_len {})", served_name_, num_kv_blocks_, max_model_len_);
+  return Status::Ok();
+}
+
+Status LlmService::Ready() const {
+  if (loaded_.load(std::memory_order_acquire)) return Status::Ok();
+  return Unavailable(load_failed_ ? "the model failed to load" : "the model is loading");
+}
+
+Status LlmService::CheckModel(const std::string& model) const {
+  OMNI_RETURN_IF_ERROR(Ready());
+  if (model.empty() || model == served_name_) return Status::Ok();
+  return NotFound("The model '" + model + "' does not exist. Served models: [" + served_name_ + "]")
+      .WithParam("model")
+      .WithErrorCode("model_not_found");
+}
+
+std::string LlmService::NewId(std::string_view prefix) {
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%llx%012llx", static_cast<unsigned long long>(next_id_.fetch_add(1)),
+                static_cast<unsigned long long>(rng() & 0xffffffffffffull));
+  return std::string(prefix) + buf;
+}
+
+Status LlmService::FinishPrepare(const GenerationOptions& options, PreparedGeneration* out) const {
+  const std::string prompt_param = out->chat ? "messages" : "prompt";
+  const int n = static_cast<int>(out->prompt_ids.size());
+  if (n == 0) return InvalidArgument("the prompt is empty").WithParam(prompt_param);
+  if (n >= max_model_len_) {
+    return InvalidArgument("This model's maximum context length is " + std::to_string(max_model_len_) +
+                           " tokens. However, your prompt has " + std::to_string(n) +
+                           " tokens and at least one token must be generated.")
+        .WithParam(prompt_param)
+        .WithErrorCode("context_length_exceeded");
+  }
+  out->sampling = options.sampling;
+  if (options.max_tokens_set) {
+    if (int64_t{n} + out->sampling.max_tokens > max_model_len_) {
+      return InvalidArgument("This model's maximum context length is " + std::to_string(max_model_len_) +
+                             " tokens. However, you requested " +
+                             std::to_string(int64_t{n} + out->sampling.max_tokens) + " tokens (" + std::to_string(n) +
+                             " in the prompt, " + std::to_string(out->sampling.max_tokens) +
+                             " for the completion). Please reduce the prompt or max_tokens.")
+          .WithParam("max_tokens")
+          .WithErrorCode("context_length_exceeded");
+    }
+  } else {
+    out->sampling.max_tokens = max_model_len_ - n;
+  }
+  OMNI_RETURN_IF_ERROR(out->sampling.Validate());
+  for (int32_t id : out->sampling.stop_token_ids) {
+    if (id >= model_->vocab_size()) {
+      return InvalidArgument("stop token id " + std::to_string(id) + " is outside the vocabulary")
+          .WithParam("stop_token_ids");
+    }
+  }
+  out->stop = options.stop;
+  out->stream = options.stream;
+  out->include_usage = options.include_usage;
+  out->model = served_name_;
+  out->created = static_cast<int64_t>(std::time(nullptr));
+  return Status::Ok();
+}
+
+StatusOr<PreparedGeneration> LlmService::PrepareChat(const ChatRequest& request) {
+  OMNI_RETURN_IF_ERROR(CheckModel(request.model));
+  std::vector<PlacedEmbedding> embeddings;
+  for (const MediaPart& part : request.media) {
+    StatusOr<std::shared_ptr<const FetchedEmbedding>> e = fetcher_->Fetch(part.url);
+    if (!e.ok()) {
+      return e.status().WithParam("messages[" + std::to_string(part.message_index) + "].content[" +
+                                  std::to_string(part.part_index) + "]");
+    }
+    embeddings.push_back({part.message_index, part.part_index, std::move(e).value()});
+  }
+  StatusOr<RenderedPrompt> rendered = RenderChatPrompt(
+      request.messages, request.tools,
+      ChatTemplateOptions{.add_generation_prompt = true, .skip_reasoning = request.skip_reasoning});
+  if (!rendered.ok()) return rendered.status().WithParam("messages");
+  PreparedGeneration out;
+  out.chat = true;
+  OMNI_ASSIGN_OR_RETURN(EnginePrompt prompt,
+                        BuildEnginePrompt(*tokenizer_, *rendered, embeddings, model_->hidden_size()));
+  out.prompt_ids = std::move(prompt.token_ids);
+  out.media = std::move(prompt.media);
+  OMNI_RETURN_IF_ERROR(FinishPrepare(request.options, &out));
+  if (!out.sampling.ignore_eos) {
+    for (int32_t id : chat_stop_ids_) out.sampling.stop_token_ids.push_back(id);
+  }
+  out.id = NewId("chatcmpl-");
+  return out;
+}
+
+StatusOr<PreparedGeneration> LlmService::PrepareCompletion(const CompletionRequest& request) {
+  OMNI_RETURN_IF_ERROR(CheckModel(request.model));
+  PreparedGeneration out;
+  if (const auto* text = std::get_if<std::string>(&request.prompt)) {
+    StatusOr<std::vector<int32_t>> ids = tokenizer_->Encode(*text);
+    if (!ids.ok()) return ids.status().WithParam("prompt");
+    out.prompt_ids = std::move(ids).value();
+    if (request.echo) out.echo_text = *text;
+  } else {
+    out.prompt_ids = std::get<std::vector<int32_t>>(request.prompt);
+    for (int32_t id : out.prompt_ids) {
+      if (id >= tokenizer_->vocab_size()) {
+        return InvalidArgument("token id " + std::to_string(id) + " is outside the vocabulary").WithParam("prompt");
+      }
+    }
+    if (request.echo) {
+      OMNI_ASSIGN_OR_RETURN(out.echo_text, tokenizer_->Decode(out.prompt_ids));
+    }
+  }
+  OMNI_RETURN_IF_ERROR(FinishPrepare(request.options, &out));
+  out.id = NewId("cmpl-");
+  return out;
+}
+
+LogprobEntry LlmService::MakeLogprobEntry(const SampledToken& token) const {
+  auto text = [&](int32_t id) {
+    StatusOr<std::string> s = tokenizer_->Decode(std::span<const int32_t>(&id, 1));
+    return s.ok() ? *s : std::string();
+  };
+  LogprobEntry e;
+  e.token_id = token.token_id;
+  e.token = text(token.token_id);
+  e.logprob = token.logprob;
+  for (const TokenLogprob& t : token.top_logprobs) e.top.push_back({text(t.token_id), t.logprob});
+  return e;
+}
+
+StatusOr<Usage> LlmService::Generate(const PreparedGeneration& request, const GenerationSink& sink) {
+  OMNI_RETURN_IF_ERROR(Ready());
+  const auto start = SteadyClock::now();
+  const int n = request.sampling.n;
+  auto channel = std::make_shared<OutputChannel>();
+  std::vector<ChoiceState> choices;
+  choices.reserve(n);
+  int submitted = 0;
+  Status submit_error;
+  for (int i = 0; i < n; ++i) {
+    choices.emplace_back(*tokenizer_, request.stop);
+    EngineRequest er;
+    er.request_id = EngineId(request, i);
+    er.prompt_token_ids = request.prompt_ids;
+    er.media = request.media;  // tensors are shared, not copied
+    er.sampling = request.sampling;
+    er.sampling.n = 1;
+    if (er.sampling.seed) er.sampling.seed = *er.sampling.seed + static_cast<uint64_t>(i);
+    Status s = engine_->Submit(std::move(er), [channel, i](const TokenOutput& o) { channel->Push(i, o); });
+    if (!s.ok()) {
+      submit_error = std::move(s);
+      break;
+    }
+    ++submitted;
+  }
+  bool consumer_gone = false;
+  auto cancel_all = [&] {
+    for (int i = 0; i < submitted; ++i) engine_->Cancel(EngineId(request, i));
+  };
+  if (!submit_error.ok()) {
+    if (submitted == 0) return submit_error;
+    consumer_gone = true;  // report nothing; drain what was started
+    cancel_all();
+  }
+  auto emit = [&](const GenerationEvent& e) {
+    if (consumer_gone) return;
+    if (!sink(e)) {
+      consumer_gone = true;
+      cancel_all();
+    }
+  };
+
+  int finished = 0;
+  while (finished < submitted) {
+    auto [i, out] = channel->Pop();
+    ChoiceState& c = choices[i];
+    if (c.finished) continue;
+    if (out.token) {
+      const auto now = SteadyClock::now();
+      if (!c.has_token && i == 0) metrics_->ObserveTimeToFirstToken(SecondsBetween(start, now));
+      if (c.has_token) metrics_->ObserveInterTokenLatency(SecondsBetween(c.last_token, now));
+      c.has_token = true;
+      c.last_token = now;
+      // A stop token id or EOS ends the choice and is not shown.
+      const bool stop_token = out.finish_reason == FinishReason::kStop;
+      if (!c.stop.stopped() && !stop_token) {
+        GenerationEvent e{.kind = GenerationEvent::Kind::kDelta, .choice = i};
+        StatusOr<std::string> piece = c.detok.Push(out.token->token_id);
+        e.text = c.stop.Push(piece.ok() ? *piece : std::string());
+        if (c.stop.stopped()) engine_->Finish(EngineId(request, i), FinishReason::kStop);
+        if (request.sampling.logprobs) e.logprobs.push_back(MakeLogprobEntry(*out.token));
+        if (!e.text.empty() || !e.logprobs.empty()) emit(e);
+      }
+    }
+    if (out.finish_reason == FinishReason::kNone) continue;
+    if (!c.stop.stopped()) {
+      std::string tail = c.stop.Push(c.detok.Flush());
+      if (!c.stop.stopped()) tail += c.stop.Flush();
+      if (!tail.empty()) emit(GenerationEvent{.kind = GenerationEvent::Kind::kDelta, .choice = i, .text = tail});
+    }
+    c.finished = true;
+    c.finish_reason = c.stop.stopped() ? "stop" : std::string(FinishReasonName(out.finish_reason));
+    c.output_tokens = out.num_output_tokens;
+    c.cached_tokens = out.num_cached_tokens;
+    ++finished;
+    emit(GenerationEvent{.kind = GenerationEvent::Kind::kFinish, .choice = i, .finish_reason = c.finish_reason});
+  }
+  if (!submit_error.ok()) return submit_error;
+
+  Usage usage;
+  usage.prompt_tokens = static_cast<int>(request.prompt_ids.size());
+  for (const ChoiceState& c : choices) usage.completion_tokens += c.output_tokens;
+  usage.cached_tokens = choices.empty() ? 0 : choices[0].cached_tokens;
+  metrics_->ObserveRequest(SecondsBetween(start, SteadyClock::now()),
+                           choices.empty() ? "abort" : choices[0].finish_reason);
+  return usage;
+}
+
+void LlmService::Cancel(const PreparedGeneration& request) {
+  if (!loaded_.load(std::memory_order_acquire)) return;
+  for (int i = 0; i < request.sampling.n; ++i) engine_->Cancel(EngineId(request, i));
+}
+
+StatusOr<TokenizeResult> LlmService::Tokenize(const TokenizeRequest& request) {
+  OMNI_RETURN_IF_ERROR(CheckModel(request.model));
+  TokenizeResult out;
+  out.max_model_len = max_model_len_;
+  if (request.chat) {
+    OMNI_ASSIGN_OR_RETURN(PreparedGeneration p, PrepareChat(*request.chat));
+    out.tokens = std::move(p.prompt_ids);
+    return out;
+  }
+  StatusOr<std::vector<int32_t>> ids = tokenizer_->Encode(request.prompt.value_or(""));
+  if (!ids.ok()) return ids.status().WithParam("prompt");
+  out.tokens = std::move(ids).value();
+  return out;
+}
+
+StatusOr<std::string> LlmService::Detokenize(const DetokenizeRequest& request) {
+  OMNI_RETURN_IF_ERROR(CheckModel(request.model));
+  StatusOr<std::string> text = tokenizer_->Decode(request.tokens);
+  if (!text.ok()) return text.status().WithParam("tokens");
+  return text;
+}
+
+EngineMetrics LlmService::engine_metrics() const {
+  if (!loaded_.load(std::memory_order_acquire)) return {};
+  return engine_->Metrics();
+}
+
+void LlmService::UpdateEngineMetrics() {
+  if (loaded_.load(std::memory_order_acquire)) metrics_->UpdateFromEngine(engine_->Metrics());
+}
+
+void LlmService::Shutdown() {
+  if (loaded_.load(std::memory_order_acquire)) engine_->Stop();
+}
+
+}  // namespace omni::llm

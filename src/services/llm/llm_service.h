@@ -1,0 +1,163 @@
+// LlmService: the socket-free LLM server. Takes typed OpenAI requests
+// (openai_types.h), renders and tokenizes prompts, fetches and injects
+// embedding objects, runs the engine, and reports generated text as events;
+// the HTTP adapter (llm_http.h) only converts JSON and SSE.
+//
+//   auto svc = LlmService::Create(options);   // cheap; the server can listen
+//   svc->Load();                              // tokenizer, weights, KV pool, engine
+//   auto prepared = svc->PrepareChat(request);          // 4xx errors happen here
+//   svc->Generate(*prepared, [](const GenerationEvent& e) { ...; return true; });
+//
+// Thread-safety: every method is thread-safe; Generate blocks its caller
+// until every choice of the request has finished.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/engine.h"
+#include "models/hyperclovax.h"
+#include "net/http_client.h"
+#include "net/metrics.h"
+#include "services/llm/embedding_fetcher.h"
+#include "services/llm/llm_metrics.h"
+#include "services/llm/openai_types.h"
+#include "storage/object_store.h"
+#include "text/tokenizer.h"
+
+namespace omni::llm {
+
+struct LlmServiceOptions {
+  std::string model_dir;
+  std::string served_model_name;  // empty: the folder's name
+  int64_t kv_cache_memory_bytes = 256ll << 20;
+  int num_kv_blocks = 0;          // > 0 overrides kv_cache_memory_bytes
+  int max_model_len = 0;          // 0: min(max_position_embeddings, pool tokens)
+  int max_num_batched_tokens = 2048;
+  int max_num_seqs = 256;
+  DType kv_dtype = DType::kBF16;
+  uint64_t default_seed = 0;
+  ObjectStore* store = nullptr;   // --store, for s3:// media; must outlive the service
+  std::string store_uri;
+  HttpClient* http_client = nullptr;  // for http:// media; must outlive the service
+  size_t embedding_cache_bytes = 512u << 20;
+  MetricsRegistry* metrics = nullptr;  // required; must outlive the service
+  KvEventSink* kv_events = nullptr;    // optional; must outlive the service
+};
+
+// A request after validation, tokenization and media fetching: ready for the
+// engine.
+struct PreparedGeneration {
+  std::string id;     // "chatcmpl-..." or "cmpl-..."; engine ids are id + "-" + choice
+  std::string model;  // the served name
+  int64_t created = 0;  // unix seconds
+  bool chat = false;
+  std::vector<int32_t> prompt_ids;
+  std::vector<MediaSpan> media;
+  SamplingParams sampling;
+  std::vector<std::string> stop;
+  std::string echo_text;  // completions with echo: the prompt text
+  bool stream = false;
+  bool include_usage = false;
+};
+
+struct TopLogprob {
+  std::string token;
+  float logprob = 0;
+};
+struct LogprobEntry {
+  int32_t token_id = 0;
+  std::string token;  // the token's text
+  float logprob = 0;
+  std::vector<TopLogprob> top;
+};
+
+struct GenerationEvent {
+  enum class Kind { kDelta, kFinish };
+  Kind kind = Kind::kDelta;
+  int choice = 0;
+  std::string text;                    // kDelta: new text (may be empty when only logprobs came)
+  std::vector<LogprobEntry> logprobs;  // kDelta: one per token covered
+  std::string finish_reason;           // kFinish: "stop", "length", "abort", "error"
+};
+
+struct Usage {
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+  int cached_tokens = 0;
+};
+
+// Returns false once the consumer is gone (the request is then cancelled).
+using GenerationSink = std::function<bool(const GenerationEvent&)>;
+
+struct TokenizeResult {
+  std::vector<int32_t> tokens;
+  int max_model_len = 0;
+};
+
+class LlmService {
+ public:
+  static StatusOr<std::unique_ptr<LlmService>> Create(LlmServiceOptions options);
+  ~LlmService();
+
+  // Loads tokenizer, weights and the engine. Requests before it finishes get
+  // Unavailable (503).
+  Status Load();
+  // OK once loaded; Unavailable while loading or after a failed load.
+  Status Ready() const;
+  const std::string& served_model_name() const { return served_name_; }
+
+  StatusOr<PreparedGeneration> PrepareChat(const ChatRequest& request);
+  StatusOr<PreparedGeneration> PrepareCompletion(const CompletionRequest& request);
+  // Runs a prepared request to the end, calling `sink` for each event in
+  // order (from the caller's thread). The usage counts every choice.
+  StatusOr<Usage> Generate(const PreparedGeneration& request, const GenerationSink& sink);
+  // Cancels a request being generated (client disconnect): its blocks are
+  // freed at the engine's next iteration. No-op if it already finished.
+  void Cancel(const PreparedGeneration& request);
+
+  StatusOr<TokenizeResult> Tokenize(const TokenizeRequest& request);
+  StatusOr<std::string> Detokenize(const DetokenizeRequest& request);
+
+  // Refreshes the engine gauges and counters in the registry.
+  void UpdateEngineMetrics();
+  // Stops the engine: unfinished requests end with "abort".
+  void Shutdown();
+
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  EngineMetrics engine_metrics() const;
+  int max_model_len() const { return max_model_len_; }
+  int num_kv_blocks() const { return num_kv_blocks_; }
+
+ private:
+  explicit LlmService(LlmServiceOptions options);
+  Status CheckModel(const std::string& model) const;
+  // Prompt length and max_tokens against the context, sampling ranges.
+  Status FinishPrepare(const GenerationOptions& options, PreparedGeneration* out) const;
+  std::string NewId(std::string_view prefix);
+  LogprobEntry MakeLogprobEntry(const SampledToken& token) const;
+
+  LlmServiceOptions options_;
+  std::string served_name_;
+  std::unique_ptr<EmbeddingFetcher> fetcher_;
+  std::unique_ptr<LlmMetrics> metrics_;
+
+  // Set by Load before loaded_ turns true; read-only afterwards.
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<models::HyperClovaxModel> model_;
+  std::unique_ptr<Engine> engine_;
+  std::vector<int32_t> chat_stop_ids_;  // <|im_end|>, <|endoftext|>
+  int max_model_len_ = 0;
+  int num_kv_blocks_ = 0;
+  std::atomic<bool> loaded_{false};
+  std::atomic<bool> load_failed_{false};
+  std::atomic<uint64_t> next_id_{0};
+};
+
+}  // namespace omni::llm

@@ -1,0 +1,54 @@
+#include "services/llm/model_runner_adapter.h"
+
+#include <utility>
+
+namespace omni::llm {
+
+KvCacheSpec KvSpecForModel(const models::HyperClovaxModel& model, DType kv_dtype) {
+  return KvCacheSpec{.num_layers = static_cast<int>(model.num_layers()),
+                     .num_kv_heads = static_cast<int>(model.num_kv_heads()),
+                     .head_dim = static_cast<int>(model.head_dim()),
+                     .dtype = kv_dtype};
+}
+
+HyperClovaxRunner::HyperClovaxRunner(const models::HyperClovaxModel& model, const KvCacheSpec& spec,
+                                     int num_blocks)
+    : model_(model), cache_(spec, num_blocks) {
+  for (int l = 0; l < spec.num_layers; ++l) {
+    view_.k.push_back(cache_.key(l));
+    view_.v.push_back(cache_.value(l));
+  }
+}
+
+StatusOr<StepOutput> HyperClovaxRunner::Step(const StepBatch& batch) {
+  ids_.clear();
+  ids_.reserve(batch.num_tokens);
+  models::ForwardBatch fb;
+  int64_t offset = 0;
+  for (const StepSequence& s : batch.sequences) {
+    ids_.insert(ids_.end(), s.token_ids.begin(), s.token_ids.end());
+    fb.sequences.push_back(models::BatchSequence{.num_tokens = static_cast<int64_t>(s.token_ids.size()),
+                                                 .start_position = s.start_position,
+                                                 .block_table = s.block_table});
+    for (const InjectedRows& inj : s.injected) {
+      const Tensor& rows = inj.media->rows;
+      if (!rows.defined() || inj.num_rows <= 0) continue;
+      Tensor part = rows.Slice(0, inj.media_row, inj.media_row + inj.num_rows);
+      if (rows.rank() == 1) {
+        // Discrete ids: embedded through the model's own table.
+        Tensor ids = part.Contiguous();
+        std::span<const int32_t> span(ids.data<int32_t>(), static_cast<size_t>(ids.numel()));
+        OMNI_ASSIGN_OR_RETURN(part, model_.EmbedTokens(span));
+      }
+      fb.injected.push_back(models::InjectedRows{.token_index = offset + inj.chunk_offset, .rows = std::move(part)});
+    }
+    offset += static_cast<int64_t>(s.token_ids.size());
+    if (s.needs_logits) fb.logit_rows.push_back(offset - 1);
+  }
+  fb.token_ids = ids_;
+  StepOutput out;
+  OMNI_RETURN_IF_ERROR(model_.Forward(fb, view_, &out.logits));
+  return out;
+}
+
+}  // namespace omni::llm

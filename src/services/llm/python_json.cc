@@ -1,0 +1,49 @@
+#include "services/llm/python_json.h"
+
+#include <cstdio>
+
+namespace omni::llm {
+namespace {
+
+void AppendEscapedString(const std::string& s, std::string* out) {
+  // Let nlohmann escape (valid UTF-8 in, JSON out), then turn non-ASCII
+  // characters into \uXXXX as Python's ensure_ascii does.
+  std::string quoted = nlohmann::ordered_json(s).dump(-1, ' ', /*ensure_ascii=*/true);
+  out->append(quoted);
+}
+
+void Dump(const nlohmann::ordered_json& v, std::string* out) {
+  if (v.is_object()) {
+    out->push_back('{');
+    bool first = true;
+    for (const auto& [k, item] : v.items()) {
+      if (!first) out->append(", ");
+      first = false;
+      AppendEscapedString(k, out);
+      out->append(": ");
+      Dump(item, out);
+    }
+    out->push_back('}');
+  } else if (v.is_array()) {
+    out->push_back('[');
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i > 0) out->append(", ");
+      Dump(v[i], out);
+    }
+    out->push_back(']');
+  } else if (v.is_string()) {
+    AppendEscapedString(v.get<std::string>(), out);
+  } else {
+    out->append(v.dump(-1, ' ', true));
+  }
+}
+
+}  // namespace
+
+std::string PythonJsonDumps(const nlohmann::ordered_json& value) {
+  std::string out;
+  Dump(value, &out);
+  return out;
+}
+
+}  // namespace omni::llm

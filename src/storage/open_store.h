@@ -1,0 +1,19 @@
+// OpenObjectStore: the one place a store URI becomes an ObjectStore.
+//   file:///abs/dir                                   -> FsStore
+//   s3://bucket[/prefix]?endpoint=http://h:p&region=r -> S3Store
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "core/status.h"
+#include "storage/object_store.h"
+#include "storage/s3/sigv4.h"
+
+namespace omni {
+
+// `credentials` are used by s3:// stores only; the process edge reads them
+// (S3CredentialsFromEnv in storage/s3/s3_store.h).
+StatusOr<std::unique_ptr<ObjectStore>> OpenObjectStore(std::string_view uri, const S3Credentials& credentials);
+
+}  // namespace omni
