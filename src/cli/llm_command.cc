@@ -39,6 +39,7 @@ CLI::App* AddLlmCommand(CLI::App& app, LlmFlags* f) {
   sub->add_option("--max-num-batched-tokens", f->max_num_batched_tokens, "token budget per engine step")
       ->capture_default_str();
   sub->add_option("--max-num-seqs", f->max_num_seqs, "running sequences at most")->capture_default_str();
+  sub->add_flag("--no-prefix-caching", f->no_prefix_caching, "turn automatic prefix caching off (for comparisons)");
   sub->add_option("--store", f->store, "object store for s3:// and file:// media (file:///dir or s3://bucket...)");
   sub->add_option("--embedding-cache-bytes", f->embedding_cache_bytes, "LRU cache of fetched embedding objects")
       ->capture_default_str();
@@ -80,6 +81,7 @@ int RunLlmCommand(const LlmFlags& f) {
   options.max_model_len = f.max_model_len;
   options.max_num_batched_tokens = f.max_num_batched_tokens;
   options.max_num_seqs = f.max_num_seqs;
+  options.enable_prefix_caching = !f.no_prefix_caching;
   options.default_seed = static_cast<uint64_t>(f.seed);
   options.store = store.get();
   options.store_uri = f.store;

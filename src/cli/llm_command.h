@@ -22,6 +22,7 @@ struct LlmFlags {
   int max_model_len = 0;
   int max_num_batched_tokens = 2048;
   int max_num_seqs = 256;
+  bool no_prefix_caching = false;
   std::string store;
   int64_t embedding_cache_bytes = 512ll << 20;
   std::string kv_events;

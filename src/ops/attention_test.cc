@@ -13,6 +13,7 @@ namespace {
 using testing::RandomTensor;
 using testing::RelError;
 using testing::ToDoubles;
+using testing::Tolerance;
 
 // Dense reference: the full [Sq, Skv] score matrix per head, a plain softmax
 // over visible keys, in double. Rows with no visible key are zero.
@@ -68,6 +69,43 @@ TEST(AttentionTest, CausalAndFullMatchDenseReference) {
       auto vis = [&](int64_t i, int64_t j) { return !c.causal || j <= c.q_offset + i; };
       EXPECT_LE(RelError(o, RefAttention(q, k, v, p, vis)), testing::Tolerance(dt))
           << "sq=" << c.sq << " skv=" << c.skv << " d=" << c.d << " dtype=" << DTypeName(dt);
+    }
+  }
+}
+
+// Up to 4 queries take the few-query (decode) kernel: check it under a
+// sliding window with a KV prefix, under segments, and with a tile predicate.
+TEST(AttentionTest, FewQueriesWithWindowSegmentsAndPredicate) {
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    Tensor q = RandomTensor({3, 4, 48}, dt, 41, -2, 2);
+    Tensor k = RandomTensor({90, 2, 48}, dt, 42, -2, 2);
+    Tensor v = RandomTensor({90, 2, 48}, dt, 43);
+    {
+      AttentionParams p;
+      p.scale = 0.2f;
+      p.mask.causal = true;
+      p.mask.q_offset = 87;
+      p.mask.window = 20;
+      auto vis = [&](int64_t i, int64_t j) { return j <= 87 + i && 87 + i - j < 20; };
+      EXPECT_LE(RelError(Attention(q, k, v, p), RefAttention(q, k, v, p, vis)), Tolerance(dt)) << DTypeName(dt);
+    }
+    {
+      std::vector<int32_t> qseg = {0, 1, 1}, kseg(90);
+      for (int j = 0; j < 90; ++j) kseg[j] = j < 40 ? 0 : 1;
+      AttentionParams p;
+      p.scale = 0.2f;
+      p.mask.q_segments = qseg;
+      p.mask.kv_segments = kseg;
+      auto vis = [&](int64_t i, int64_t j) { return qseg[i] == kseg[j]; };
+      EXPECT_LE(RelError(Attention(q, k, v, p), RefAttention(q, k, v, p, vis)), Tolerance(dt)) << DTypeName(dt);
+    }
+    {
+      AttentionParams p;
+      p.scale = 0.2f;
+      p.mask.block_size = 16;
+      p.mask.block_visible = [](int64_t a, int64_t b) { return b % 2 == 1; };
+      auto vis = [&](int64_t i, int64_t j) { return (j / 16) % 2 == 1; };
+      EXPECT_LE(RelError(Attention(q, k, v, p), RefAttention(q, k, v, p, vis)), Tolerance(dt)) << DTypeName(dt);
     }
   }
 }

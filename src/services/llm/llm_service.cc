@@ -112,6 +112,7 @@ Status LlmService::Load() {
     config.max_model_len = max_model_len_;
     config.max_num_batched_tokens = options_.max_num_batched_tokens;
     config.max_num_seqs = options_.max_num_seqs;
+    config.enable_prefix_caching = options_.enable_prefix_caching;
     config.default_seed = options_.default_seed;
     const auto& eos = model_->config().eos_token_ids;
     if (!eos.empty()) config.eos_token_id = static_cast<int32_t>(eos.front());

@@ -41,6 +41,7 @@ struct LlmServiceOptions {
   int max_model_len = 0;          // 0: min(max_position_embeddings, pool tokens)
   int max_num_batched_tokens = 2048;
   int max_num_seqs = 256;
+  bool enable_prefix_caching = true;
   DType kv_dtype = DType::kBF16;
   uint64_t default_seed = 0;
   ObjectStore* store = nullptr;   // --store, for s3:// media; must outlive the service
