@@ -66,24 +66,6 @@ size_t Utf8SequenceLength(std::string_view s, size_t i) {
   return len;
 }
 
-void AppendUtf8(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -222,7 +204,7 @@ Status HeaderParser::ParseEscape(std::string* out) {
     if (low < 0xDC00 || low > 0xDFFF) return SyntaxError("unpaired high surrogate in \\u escape");
     cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
   }
-  AppendUtf8(cp, out);
+  AppendCodePoint(cp, out);
   return Status::Ok();
 }
 
