@@ -10,6 +10,8 @@
 #include <mutex>
 #include <random>
 
+#include "core/json_string.h"
+
 namespace omni::log {
 namespace {
 
@@ -41,26 +43,6 @@ std::string_view LevelName(Level l) {
     case Level::kOff: return "off";
   }
   return "info";
-}
-
-void AppendJsonString(std::string& out, std::string_view s) {
-  out += '"';
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          out += fmt::format("\\u{:04x}", c);
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += '"';
 }
 
 std::string Timestamp() {
@@ -106,13 +88,13 @@ std::string FormatLine(Level level, std::string_view role, std::string_view requ
     out += "{\"level\":\"";
     out += LevelName(level);
     out += "\",\"role\":";
-    AppendJsonString(out, role);
+    AppendJsonString(role, &out);
     if (!request_id.empty()) {
       out += ",\"request_id\":";
-      AppendJsonString(out, request_id);
+      AppendJsonString(request_id, &out);
     }
     out += ",\"msg\":";
-    AppendJsonString(out, message);
+    AppendJsonString(message, &out);
     out += '}';
     return out;
   }
@@ -125,7 +107,7 @@ std::string FormatLine(Level level, std::string_view role, std::string_view requ
     out += request_id;
   }
   out += " msg=";
-  AppendJsonString(out, message);  // quoted and escaped, so one event is one line
+  AppendJsonString(message, &out);  // quoted and escaped, so one event is one line
   return out;
 }
 

@@ -6,6 +6,8 @@
 #include <numeric>
 #include <unordered_set>
 
+#include "core/ascii.h"
+
 namespace omni {
 
 namespace {
@@ -64,13 +66,6 @@ size_t Utf8SequenceLength(std::string_view s, size_t i) {
   if (len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) return 0;
   if (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) return 0;
   return len;
-}
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 // A recursive-descent parser for exactly the safetensors header schema. The
@@ -186,7 +181,7 @@ Status HeaderParser::ParseEscape(std::string* out) {
     if (text_.size() - pos_ < 4) return false;
     *v = 0;
     for (int k = 0; k < 4; ++k) {
-      int h = HexValue(text_[pos_ + k]);
+      int h = HexDigitValue(text_[pos_ + k]);
       if (h < 0) return false;
       *v = (*v << 4) | static_cast<uint32_t>(h);
     }
@@ -466,32 +461,6 @@ Status HeaderParser::Parse(SafetensorsHeader* out) {
 }
 
 }  // namespace
-
-void AppendJsonString(std::string_view s, std::string* out) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  for (char ch : s) {
-    uint8_t c = static_cast<uint8_t>(ch);
-    switch (c) {
-      case '"': *out += "\\\""; break;
-      case '\\': *out += "\\\\"; break;
-      case '\b': *out += "\\b"; break;
-      case '\f': *out += "\\f"; break;
-      case '\n': *out += "\\n"; break;
-      case '\r': *out += "\\r"; break;
-      case '\t': *out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          *out += "\\u00";
-          out->push_back(kHex[c >> 4]);
-          out->push_back(kHex[c & 0xF]);
-        } else {
-          out->push_back(ch);
-        }
-    }
-  }
-  out->push_back('"');
-}
 
 StatusOr<SafetensorsHeader> ParseSafetensorsHeader(std::span<const uint8_t> file,
                                                    std::string_view source) {

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/json_string.h"
 #include "core/status.h"
 #include "core/utf8.h"
 #include "tensor/dtype.h"
@@ -62,9 +63,5 @@ struct SafetensorsHeader {
 StatusOr<SafetensorsHeader> ParseSafetensorsHeader(std::span<const uint8_t> file,
                                                    std::string_view source = "<buffer>");
 
-
-// Appends `s` as a JSON string literal, escaped as serde_json (the reference
-// writer) escapes: `"` `\` and control characters; everything else verbatim.
-void AppendJsonString(std::string_view s, std::string* out);
 
 }  // namespace omni

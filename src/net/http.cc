@@ -2,20 +2,9 @@
 
 #include <algorithm>
 
+#include "core/ascii.h"
+
 namespace omni {
-namespace {
-
-char LowerAscii(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-}  // namespace
-
 std::string_view HttpMethodName(HttpMethod method) {
   switch (method) {
     case HttpMethod::kGet: return "GET";
@@ -97,8 +86,8 @@ std::string PercentDecode(std::string_view s, bool plus_as_space) {
   for (size_t i = 0; i < s.size(); ++i) {
     char c = s[i];
     if (c == '%' && i + 2 < s.size()) {
-      int hi = HexValue(s[i + 1]);
-      int lo = HexValue(s[i + 2]);
+      int hi = HexDigitValue(s[i + 1]);
+      int lo = HexDigitValue(s[i + 2]);
       if (hi >= 0 && lo >= 0) {
         out += static_cast<char>(hi * 16 + lo);
         i += 2;

@@ -14,6 +14,8 @@
 
 #include <fmt/core.h>
 
+#include "core/ascii.h"
+
 namespace omni {
 
 void UniqueFd::Reset() {
@@ -167,17 +169,6 @@ Status AtomicReplaceFile(int dir_fd, std::string_view name, std::string_view dat
   return Status::Ok();
 }
 
-namespace {
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-}  // namespace
-
 StatusOr<std::string> FileUrlToPath(std::string_view url) {
   auto bad = [&](std::string_view why) {
     return InvalidArgument("invalid file URL '" + std::string(url.substr(0, 200)) + "': " + std::string(why));
@@ -195,8 +186,8 @@ StatusOr<std::string> FileUrlToPath(std::string_view url) {
       path.push_back(rest[i]);
       continue;
     }
-    int hi = i + 2 < rest.size() ? HexValue(rest[i + 1]) : -1;
-    int lo = i + 2 < rest.size() ? HexValue(rest[i + 2]) : -1;
+    int hi = i + 2 < rest.size() ? HexDigitValue(rest[i + 1]) : -1;
+    int lo = i + 2 < rest.size() ? HexDigitValue(rest[i + 2]) : -1;
     if (hi < 0 || lo < 0) return bad("malformed percent escape");
     char c = static_cast<char>(hi * 16 + lo);
     if (c == '\0') return bad("escaped NUL");

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "core/json_string.h"
 #include "text/omni_tokens.h"
 
 namespace omni {
@@ -10,27 +11,8 @@ namespace {
 // JSON string literal as Python's json.dumps(ensure_ascii=False) writes it,
 // which is what the template's tojson produced in training.
 std::string JsonQuote(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (static_cast<uint8_t>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(c));
-          out += buf;
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-  out += '"';
+  std::string out;
+  AppendJsonString(s, &out);
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "core/ascii.h"
 #include "storage/content_hash.h"
 #include "storage/url_fetch.h"
 
@@ -35,20 +36,13 @@ bool HasDotDotSegment(std::string_view path) {
   return false;
 }
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 }  // namespace
 
 bool Sha256FromHex(std::string_view hex, Sha256Digest* out) {
   if (hex.size() != 64) return false;
   for (size_t i = 0; i < 32; ++i) {
-    int hi = HexValue(hex[2 * i]);
-    int lo = HexValue(hex[2 * i + 1]);
+    int hi = HexDigitValue(hex[2 * i]);
+    int lo = HexDigitValue(hex[2 * i + 1]);
     if (hi < 0 || lo < 0) return false;
     (*out)[i] = static_cast<uint8_t>(hi * 16 + lo);
   }

@@ -4,26 +4,10 @@
 #include <cstdint>
 #include <ctime>
 
+#include "core/utf8.h"
+
 namespace omni {
 namespace {
-
-void AppendUtf8(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
 
 // Decodes one reference body ("amp", "#65", "#x41"); false if unknown.
 bool DecodeEntity(std::string_view name, std::string* out) {
@@ -42,7 +26,7 @@ bool DecodeEntity(std::string_view name, std::string* out) {
   uint32_t cp = 0;
   auto [p, ec] = std::from_chars(name.data(), name.data() + name.size(), cp, base);
   if (ec != std::errc() || p != name.data() + name.size() || cp > 0x10FFFF) return false;
-  AppendUtf8(cp, out);
+  AppendCodePoint(cp, out);
   return true;
 }
 
