@@ -117,33 +117,13 @@ void LlmHttpAdapter::Stream(const PreparedGeneration& prepared, const std::share
 }
 
 void LlmHttpAdapter::Unary(const PreparedGeneration& prepared, const std::shared_ptr<ResponseWriter>& writer) {
-  std::vector<ChoiceResult> choices(prepared.sampling.n);
-  StatusOr<Usage> usage = service_.Generate(prepared, [&](const GenerationEvent& e) {
-    ChoiceResult& c = choices[e.choice];
-    if (e.kind == GenerationEvent::Kind::kDelta) {
-      c.text += e.text;
-      c.logprobs.insert(c.logprobs.end(), e.logprobs.begin(), e.logprobs.end());
-    } else {
-      c.finish_reason = e.finish_reason;
-    }
-    return !writer->client_gone();
-  });
-  if (!usage.ok()) {
-    writer->Send(ErrorResponse(usage.status()));
+  StatusOr<CompletionResult> result = service_.Complete(prepared, [&] { return !writer->client_gone(); });
+  if (!result.ok()) {
+    writer->Send(ErrorResponse(result.status()));
     return;
   }
-  for (const ChoiceResult& c : choices) {
-    if (c.finish_reason == "error") {
-      writer->Send(ErrorResponse(Internal("the model failed while generating")));
-      return;
-    }
-    if (c.finish_reason == "abort") {
-      writer->Send(ErrorResponse(Unavailable("the request was aborted (server shutting down or client gone)")));
-      return;
-    }
-  }
-  writer->Send(JsonResponse(200, prepared.chat ? ChatCompletionJson(prepared, choices, *usage)
-                                               : CompletionJson(prepared, choices, *usage)));
+  writer->Send(JsonResponse(200, prepared.chat ? ChatCompletionJson(prepared, result->choices, result->usage)
+                                               : CompletionJson(prepared, result->choices, result->usage)));
 }
 
 }  // namespace omni::llm

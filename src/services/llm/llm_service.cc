@@ -349,6 +349,30 @@ StatusOr<Usage> LlmService::Generate(const PreparedGeneration& request, const Ge
   return usage;
 }
 
+StatusOr<CompletionResult> LlmService::Complete(const PreparedGeneration& request,
+                                                const std::function<bool()>& client_present) {
+  CompletionResult result;
+  result.choices.resize(request.sampling.n);
+  auto collect = [&](const GenerationEvent& e) {
+    ChoiceResult& c = result.choices[e.choice];
+    if (e.kind == GenerationEvent::Kind::kDelta) {
+      c.text += e.text;
+      c.logprobs.insert(c.logprobs.end(), e.logprobs.begin(), e.logprobs.end());
+    } else {
+      c.finish_reason = e.finish_reason;
+    }
+    return client_present();
+  };
+  OMNI_ASSIGN_OR_RETURN(result.usage, Generate(request, collect));
+  for (const ChoiceResult& c : result.choices) {
+    if (c.finish_reason == "error") return Internal("the model failed while generating");
+    if (c.finish_reason == "abort") {
+      return Unavailable("the request was aborted (server shutting down or client gone)");
+    }
+  }
+  return result;
+}
+
 void LlmService::Cancel(const PreparedGeneration& request) {
   if (!loaded_.load(std::memory_order_acquire)) return;
   for (int i = 0; i < request.sampling.n; ++i) engine_->Cancel(EngineId(request, i));

@@ -94,6 +94,18 @@ struct Usage {
   int cached_tokens = 0;
 };
 
+// One choice of a non-streamed answer, collected from GenerationEvents.
+struct ChoiceResult {
+  std::string text;
+  std::vector<LogprobEntry> logprobs;
+  std::string finish_reason;
+};
+
+struct CompletionResult {
+  std::vector<ChoiceResult> choices;  // [n]
+  Usage usage;
+};
+
 // Returns false once the consumer is gone (the request is then cancelled).
 using GenerationSink = std::function<bool(const GenerationEvent&)>;
 
@@ -119,6 +131,11 @@ class LlmService {
   // Runs a prepared request to the end, calling `sink` for each event in
   // order (from the caller's thread). The usage counts every choice.
   StatusOr<Usage> Generate(const PreparedGeneration& request, const GenerationSink& sink);
+  // Generate() collected into whole choices, for non-streamed answers.
+  // `client_present` is asked at each event; false cancels the request. A
+  // choice that ended in "error" or "abort" makes the whole answer an error
+  // (Internal / Unavailable), as a partial answer must not look complete.
+  StatusOr<CompletionResult> Complete(const PreparedGeneration& request, const std::function<bool()>& client_present);
   // Cancels a request being generated (client disconnect): its blocks are
   // freed at the engine's next iteration. No-op if it already finished.
   void Cancel(const PreparedGeneration& request);

@@ -11,13 +11,6 @@
 
 namespace omni::llm {
 
-// One choice of a non-streamed answer, collected from GenerationEvents.
-struct ChoiceResult {
-  std::string text;
-  std::vector<LogprobEntry> logprobs;
-  std::string finish_reason;
-};
-
 std::string ChatCompletionJson(const PreparedGeneration& r, const std::vector<ChoiceResult>& choices,
                                const Usage& usage);
 std::string CompletionJson(const PreparedGeneration& r, const std::vector<ChoiceResult>& choices, const Usage& usage);
