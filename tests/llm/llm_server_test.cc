@@ -35,10 +35,20 @@ namespace fs = std::filesystem;
 
 constexpr int kHidden = 64;
 
+// Removes the test's temp folder when the binary exits.
+struct RemoveAtExit {
+  std::string dir;
+  ~RemoveAtExit() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+
 // Writes the demo model (and its tokenizer) once per test binary.
 const std::string& DemoModelDir() {
   static const std::string dir = [] {
     std::string d = (fs::temp_directory_path() / ("omni_llm_test_" + std::to_string(::getpid()))).string();
+    static RemoveAtExit cleanup{d};
     fs::create_directories(d + "/demo-llm");
     auto tok = MakeDemoTokenizerJson(DemoTokenizerSpec{.num_merges = 300, .num_vision_codes = 16, .num_audio_codes = 16});
     OMNI_CHECK(tok.ok()) << tok.status().ToString();
