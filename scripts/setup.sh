@@ -22,7 +22,7 @@ packages=(
   # libmsgpack-cxx-dev depend on Boost 1.74, which conflicts with 1.81.)
   cppzmq-dev libzmq3-dev
   # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev wrk curl
+  libgtest-dev libgmock-dev libbenchmark-dev wrk curl nginx-light
   # a real S3 server for the object-store tests: OpenStack Swift with s3api
   # (scripts/s3/swift-up.sh starts it on 127.0.0.1; tempauth needs memcached)
   swift swift-proxy swift-object swift-container swift-account python3-swift memcached

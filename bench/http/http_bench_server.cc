@@ -1,5 +1,7 @@
 // A minimal omniserve HTTP server for load tests: GET /v1/ping answers a
-// small JSON body. Prints "port=<n>" on stdout once listening, then serves
+// small JSON body; POST /v1/chat/completions answers a small fixed chat
+// completion (the backend of the gateway overhead benchmark, whose health
+// checks and scrapes /health and /metrics also answer). Prints "port=<n>" on stdout once listening, then serves
 // until SIGINT/SIGTERM. Used by wrk.sh.
 //
 //   http_bench_server --port 0 --threads 1 [--pooled]
@@ -37,10 +39,16 @@ int main(int argc, char** argv) {
   omni::log::Init({.level = omni::log::Level::kWarn, .json = false, .role = "http_bench_server"});
   omni::HttpServer server(options);
   auto ping = [](const omni::HttpRequest&) { return omni::JsonResponse(200, R"({"object":"pong"})"); };
+  auto chat = [](const omni::HttpRequest&) {
+    return omni::JsonResponse(200, R"({"id":"chatcmpl-0","object":"chat.completion","choices":[{"index":0,)"
+                                   R"("message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]})");
+  };
   if (pooled) {
     server.Route(omni::HttpMethod::kGet, "/v1/ping", ping);
+    server.Route(omni::HttpMethod::kPost, "/v1/chat/completions", chat);
   } else {
     server.RouteInline(omni::HttpMethod::kGet, "/v1/ping", ping);
+    server.RouteInline(omni::HttpMethod::kPost, "/v1/chat/completions", chat);
   }
   omni::Status s = server.Start();
   if (!s.ok()) {

@@ -78,8 +78,9 @@ int InFlightLimit(const loadgen::LoadOptions& l) { return l.request_rate > 0 ? l
 CLI::App* AddBenchCommand(CLI::App& app, BenchFlags* flags) {
   BenchFlags& f = *flags;
   CLI::App* b = app.add_subcommand("bench", "load generator for OpenAI-compatible endpoints (docs/BENCH.md)");
-  b->add_option("--base-url", f.base_url, "target, http://host:port (a trailing /v1 is fine)")->required();
-  b->add_option("--model", f.model, "the `model` field of every request")->required();
+  // Required unless a subcommand (`bench simulate`) is given; RunBenchCommand checks.
+  b->add_option("--base-url", f.base_url, "target, http://host:port (a trailing /v1 is fine) (required)");
+  b->add_option("--model", f.model, "the `model` field of every request (required)");
   b->add_option("--endpoint", f.endpoint, "chat (/v1/chat/completions) or completions (/v1/completions)")
       ->check(CLI::IsMember({"chat", "completions"}))
       ->capture_default_str();
@@ -111,6 +112,8 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchFlags* flags) {
 }
 
 int RunBenchCommand(const BenchFlags& flags) {
+  if (flags.base_url.empty()) return BadFlags(InvalidArgument("--base-url is required (or run `bench simulate`)"));
+  if (flags.model.empty()) return BadFlags(InvalidArgument("--model is required"));
   auto config = ToConfig(flags);
   if (!config.ok()) return BadFlags(config.status());
   if (!(flags.timeout_s > 0) || !std::isfinite(flags.timeout_s)) return BadFlags(InvalidArgument("--timeout must be > 0"));

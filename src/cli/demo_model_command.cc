@@ -14,7 +14,8 @@ namespace {
 // The LLM presets. "demo" is what `omniserve up` serves: tiny, with the full
 // Omni vocabulary (byte-level BPE plus every special, vision and audio token).
 // "bench" is big enough for CPU performance work to mean something (hidden
-// 1024, 12 layers). "llama-like" and "mup" are the two numerics configs the
+// 1024, 12 layers). "small" (hidden 512, 6 layers) is for fleet benchmarks
+// that run several replicas on one machine. "llama-like" and "mup" are the two numerics configs the
 // PyTorch goldens use (tests/data/models/).
 StatusOr<models::DemoLlmSpec> PresetSpec(const std::string& preset) {
   if (preset == "llama-like") return models::LlamaLikeDemoSpec();
@@ -30,6 +31,15 @@ StatusOr<models::DemoLlmSpec> PresetSpec(const std::string& preset) {
     spec.head_dim = 32;
     return spec;
   }
+  if (preset == "small") {
+    spec.hidden_size = 512;
+    spec.intermediate_size = 1408;
+    spec.num_hidden_layers = 6;
+    spec.num_attention_heads = 8;
+    spec.num_key_value_heads = 2;
+    spec.head_dim = 64;
+    return spec;
+  }
   if (preset == "bench") {
     spec.hidden_size = 1024;
     spec.intermediate_size = 2816;
@@ -39,7 +49,7 @@ StatusOr<models::DemoLlmSpec> PresetSpec(const std::string& preset) {
     spec.head_dim = 64;
     return spec;
   }
-  return InvalidArgument("unknown preset '" + preset + "' (demo, bench, llama-like, mup)").WithParam("preset");
+  return InvalidArgument("unknown preset '" + preset + "' (demo, small, bench, llama-like, mup)").WithParam("preset");
 }
 
 Status WriteLlm(const DemoModelFlags& flags) {
@@ -65,7 +75,7 @@ CLI::App* AddDemoModelCommand(CLI::App& app, DemoModelFlags* flags) {
       ->check(CLI::IsMember({"llm"}))
       ->capture_default_str();
   cmd->add_option("--out", flags->out, "output folder (created)")->required();
-  cmd->add_option("--preset", flags->preset, "demo | bench | llama-like | mup")->capture_default_str();
+  cmd->add_option("--preset", flags->preset, "demo | small | bench | llama-like | mup")->capture_default_str();
   cmd->add_option("--seed", flags->seed, "weight seed (0: the preset's)")->capture_default_str();
   cmd->add_flag("--no-tokenizer", flags->no_tokenizer, "write no tokenizer.json (numerics presets)");
   return cmd;

@@ -8,8 +8,10 @@
 #include "cli/bench_command.h"
 #include "cli/demo_model_command.h"
 #include "cli/generate_command.h"
+#include "cli/gateway_command.h"
 #include "cli/llm_command.h"
 #include "cli/roles.h"
+#include "cli/simulate_command.h"
 #include "cli/store_command.h"
 #include "cli/up_command.h"
 #include "cli/version.h"
@@ -60,8 +62,12 @@ int main(int argc, char** argv) {
   CLI::App* demo_cmd = nullptr;
   omni::cli::BenchFlags bench;
   CLI::App* bench_cmd = nullptr;
+  omni::cli::SimulateFlags simulate;
+  CLI::App* simulate_cmd = nullptr;
   omni::cli::LlmFlags llm;
   CLI::App* llm_cmd = nullptr;
+  omni::cli::GatewayFlags gateway;
+  CLI::App* gateway_cmd = nullptr;
   omni::cli::GenerateFlags generate;
   CLI::App* generate_cmd = nullptr;
   for (const auto& role : omni::cli::kRoles) {
@@ -71,6 +77,11 @@ int main(int argc, char** argv) {
     }
     if (role.name == "bench") {
       bench_cmd = omni::cli::AddBenchCommand(app, &bench);
+      simulate_cmd = omni::cli::AddSimulateCommand(*bench_cmd, &simulate);
+      continue;
+    }
+    if (role.name == "gateway") {
+      gateway_cmd = omni::cli::AddGatewayCommand(app, &gateway);
       continue;
     }
     if (role.name == "llm") {
@@ -124,8 +135,12 @@ int main(int argc, char** argv) {
   }
   if (chosen == store_cmd) return omni::cli::RunStoreCommand(store_cmd, store);
   if (chosen == demo_cmd) return omni::cli::RunDemoModelCommand(demo);
-  if (chosen == bench_cmd) return omni::cli::RunBenchCommand(bench);
+  if (chosen == bench_cmd) {
+    if (simulate_cmd->parsed()) return omni::cli::RunSimulateCommand(simulate);
+    return omni::cli::RunBenchCommand(bench);
+  }
   if (chosen == llm_cmd) return omni::cli::RunLlmCommand(llm);
+  if (chosen == gateway_cmd) return omni::cli::RunGatewayCommand(gateway);
   if (chosen == generate_cmd) return omni::cli::RunGenerateCommand(generate);
   for (const auto& r : omni::cli::kRoles) {
     if (r.name == role && !r.built) {

@@ -65,6 +65,27 @@ bool LooksReusable(TcpStream& stream) {
 
 }  // namespace
 
+// The io-thread side of an HttpCallHandle.
+class AsyncCall final : public HttpCallHandle, public std::enable_shared_from_this<AsyncCall> {
+ public:
+  explicit AsyncCall(asio::io_context& ioc) : ioc_(ioc) {}
+
+  void Cancel() override {
+    if (cancelled_.exchange(true)) return;
+    asio::post(ioc_, [self = shared_from_this()] {
+      if (self->stream_ != nullptr) self->stream_->socket().close();
+    });
+  }
+  bool cancelled() const { return cancelled_.load(); }
+  // The connection in use, for Cancel to close; io thread only.
+  void Attach(TcpStream* stream) { stream_ = stream; }
+
+ private:
+  asio::io_context& ioc_;
+  std::atomic<bool> cancelled_{false};
+  TcpStream* stream_ = nullptr;  // io thread only
+};
+
 class HttpClient::Impl {
  public:
   explicit Impl(HttpClientOptions options) : options_(std::move(options)), work_(ioc_.get_executor()) {
@@ -94,12 +115,41 @@ class HttpClient::Impl {
     return r.http_status;
   }
 
+  std::shared_ptr<HttpCallHandle> RunAsync(HttpClientRequest request, HttpStreamCallbacks callbacks,
+                                           std::function<void(StatusOr<int>)> done) {
+    auto call = std::make_shared<AsyncCall>(ioc_);
+    auto url = ParseUrl(request.url);
+    if (!url.ok()) {
+      done(url.status());
+      return call;
+    }
+    Deadline deadline = std::chrono::steady_clock::now() + request.timeout;
+    asio::co_spawn(ioc_, OwnedExchange(std::move(request), *std::move(url), std::move(callbacks), deadline, call),
+                   [done = std::move(done), call](std::exception_ptr e, AttemptResult r) {
+                     if (e) {
+                       done(Internal("http client: exception in exchange"));
+                     } else if (!r.status.ok()) {
+                       done(call->cancelled() ? Cancelled("request cancelled") : r.status);
+                     } else {
+                       done(r.http_status);
+                     }
+                   });
+    return call;
+  }
+
   uint64_t connections_opened() const { return opened_.load(); }
   size_t max_response_bytes() const { return options_.max_response_bytes; }
 
  private:
+  // Exchange with the arguments owned by the coroutine frame.
+  asio::awaitable<AttemptResult> OwnedExchange(HttpClientRequest request, Url url, HttpStreamCallbacks callbacks,
+                                               Deadline deadline, std::shared_ptr<AsyncCall> call) {
+    co_return co_await Exchange(request, url, callbacks, std::numeric_limits<size_t>::max(), deadline, call.get());
+  }
+
   asio::awaitable<AttemptResult> Exchange(const HttpClientRequest& request, const Url& url,
-                                          const HttpStreamCallbacks& callbacks, size_t body_limit, Deadline deadline) {
+                                          const HttpStreamCallbacks& callbacks, size_t body_limit, Deadline deadline,
+                                          AsyncCall* call = nullptr) {
     std::string key = url.HostPort();
     for (int attempt = 0;; ++attempt) {
       std::unique_ptr<TcpStream> stream = TakeIdle(key);
@@ -109,14 +159,19 @@ class HttpClient::Impl {
         if (!connected.ok()) co_return AttemptResult{connected.status()};
         stream = std::move(connected).value();
       }
+      if (call != nullptr) {
+        if (call->cancelled()) co_return AttemptResult{Cancelled("request cancelled")};
+        call->Attach(stream.get());
+      }
       AttemptResult r = co_await Attempt(*stream, request, url, callbacks, body_limit, deadline);
       // Retry once, on a fresh connection, when a pooled connection turned
       // out to be closed: always if the request never fully left, otherwise
       // only for idempotent methods (the server may have acted on it).
       bool retry = reused && attempt == 0 && r.stale_connection &&
                    (!r.request_sent || IsIdempotent(request.method)) && std::chrono::steady_clock::now() < deadline;
+      if (call != nullptr) call->Attach(nullptr);
       if (retry) continue;
-      if (r.status.ok() && r.keep_alive) PutIdle(key, std::move(stream));
+      if (r.status.ok() && r.keep_alive && (call == nullptr || !call->cancelled())) PutIdle(key, std::move(stream));
       co_return r;
     }
   }
@@ -264,6 +319,11 @@ StatusOr<HttpClientResponse> HttpClient::Request(const HttpClientRequest& reques
 
 StatusOr<int> HttpClient::Stream(const HttpClientRequest& request, const HttpStreamCallbacks& callbacks) {
   return impl_->Run(request, callbacks, std::numeric_limits<size_t>::max());
+}
+
+std::shared_ptr<HttpCallHandle> HttpClient::StreamAsync(HttpClientRequest request, HttpStreamCallbacks callbacks,
+                                                        std::function<void(StatusOr<int>)> done) {
+  return impl_->RunAsync(std::move(request), std::move(callbacks), std::move(done));
 }
 
 uint64_t HttpClient::connections_opened() const { return impl_->connections_opened(); }

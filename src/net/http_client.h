@@ -50,6 +50,15 @@ struct HttpStreamCallbacks {
   std::function<bool(std::string_view chunk)> on_body;  // body bytes as they arrive, de-chunked
 };
 
+// Cancels an asynchronous exchange: its socket is closed, and its `done`
+// callback gets Cancelled (unless the exchange already finished).
+// Thread-safe; Cancel may be called from any thread, more than once.
+class HttpCallHandle {
+ public:
+  virtual ~HttpCallHandle() = default;
+  virtual void Cancel() = 0;
+};
+
 // Thread-safe. Errors: Unavailable (refused, reset, DNS), DeadlineExceeded
 // (connect or total timeout), InvalidArgument (bad URL), Internal (bad
 // response), Cancelled (a callback returned false). A response with any
@@ -66,6 +75,11 @@ class HttpClient {
   // Delivers the response incrementally; returns its HTTP status once the
   // body is complete. Must not be called from a callback (the io thread).
   StatusOr<int> Stream(const HttpClientRequest& request, const HttpStreamCallbacks& callbacks);
+  // Stream() without a waiting thread: the callbacks and then `done` (with
+  // the HTTP status or the error) run on the client's io thread, and must
+  // not block. `done` runs exactly once, inline for a bad URL.
+  std::shared_ptr<HttpCallHandle> StreamAsync(HttpClientRequest request, HttpStreamCallbacks callbacks,
+                                              std::function<void(StatusOr<int>)> done);
 
   // Connections opened so far (pooled reuse does not count); for tests.
   uint64_t connections_opened() const;

@@ -33,10 +33,10 @@ TEST(CliTest, VersionPrintsSemver) {
 }
 
 TEST(CliTest, RoleNotInBuildExitsWithReason) {
-  Child c({"gateway", "--config", "x.yaml"});
+  Child c({"orchestrator"});
   int status = c.Wait();
   EXPECT_EQ(WEXITSTATUS(status), 2);
-  EXPECT_NE(c.output().find("the gateway role is not in this build yet"), std::string::npos) << c.output();
+  EXPECT_NE(c.output().find("the orchestrator role is not in this build yet"), std::string::npos) << c.output();
 }
 
 TEST(UpTest, ServesTheOpenAiApiOnTheDemoModelAndStopsOnSigterm) {

@@ -1,0 +1,196 @@
+#include "services/gateway/gateway_http.h"
+
+#include <chrono>
+#include <mutex>
+
+#include "core/log.h"
+
+namespace omni::gateway {
+namespace {
+
+// Connection-scoped headers (RFC 9110 section 7.6.1) and the framing ones the
+// proxy sets itself.
+bool IsHopByHop(std::string_view name) {
+  for (std::string_view h : {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer",
+                             "upgrade", "content-length", "host"}) {
+    if (EqualsIgnoreCase(name, h)) return true;
+  }
+  return false;
+}
+
+HttpHeaders EndToEnd(const HttpHeaders& in) {
+  HttpHeaders out;
+  for (const auto& [name, value] : in) {
+    if (!IsHopByHop(name)) out.Add(name, value);
+  }
+  return out;
+}
+
+std::vector<double> ScoreBuckets() { return {0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0}; }
+std::vector<double> PickBuckets() { return {1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 1e-2}; }
+
+}  // namespace
+
+// One proxied request across its attempts. Fields without a guard are
+// touched by one attempt's callbacks at a time (the client's io thread).
+struct GatewayHttpAdapter::Call {
+  HttpRequest request;
+  std::shared_ptr<ResponseWriter> writer;
+  RoutedRequest routed;
+  size_t next_rank = 1;
+  int attempts = 0;
+  bool responded = false;  // bytes went to the client: no retry possible
+  bool streaming = false;
+  int status = 0;
+  HttpHeaders headers;
+  std::string body;  // a plain response, sent whole when complete
+
+  std::mutex mu;
+  std::shared_ptr<HttpCallHandle> upstream;  // guarded by mu
+  bool client_gone = false;                  // guarded by mu
+};
+
+GatewayHttpAdapter::GatewayHttpAdapter(GatewayService& service, HttpClient& client, EndpointPoller& poller,
+                                       MetricsRegistry& metrics)
+    : service_(service),
+      client_(client),
+      poller_(poller),
+      requests_(metrics.AddCounter("gateway_requests_total", "Proxied requests by pool, endpoint and outcome.",
+                                   {"pool", "endpoint", "outcome"})),
+      retries_(metrics.AddCounter("gateway_retries_total", "Requests moved to another endpoint.", {"pool"})),
+      pick_seconds_(metrics.AddHistogram("gateway_pick_duration_seconds", "Routing and endpoint picking time.", {},
+                                         PickBuckets())
+                        .Get()),
+      prefix_score_(metrics.AddHistogram("gateway_prefix_score", "Prefix score of the chosen endpoint.", {"pool"},
+                                         ScoreBuckets())) {}
+
+void GatewayHttpAdapter::RegisterRoutes(HttpServer& server) {
+  for (const char* path :
+       {"/v1/chat/completions", "/v1/completions", "/v1/encode", "/v1/decode", "/tokenize", "/detokenize"}) {
+    server.RouteStreaming(HttpMethod::kPost, path, [this](HttpRequest r, std::shared_ptr<ResponseWriter> w) {
+      Proxy(std::move(r), std::move(w));
+    });
+  }
+  server.RouteInline(HttpMethod::kGet, "/v1/models",
+                     [this](const HttpRequest&) { return JsonResponse(200, service_.ModelsJson()); });
+  server.RouteInline(HttpMethod::kGet, "/debug/endpoints",
+                     [this](const HttpRequest&) { return JsonResponse(200, service_.DebugJson()); });
+  server.SetHealthCheck([this] { return service_.Health(); });
+}
+
+void GatewayHttpAdapter::Proxy(HttpRequest request, std::shared_ptr<ResponseWriter> writer) {
+  const auto start = std::chrono::steady_clock::now();
+  StatusOr<RoutedRequest> routed = service_.Route(request);
+  pick_seconds_.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  if (!routed.ok()) {
+    requests_.WithLabels({"", "", "rejected"}).Inc();
+    writer->Send(ErrorResponse(routed.status()));
+    return;
+  }
+  if (routed->decision.prefix_score >= 0) {
+    prefix_score_.WithLabels({routed->pool->config.name}).Observe(routed->decision.prefix_score);
+  }
+  auto call = std::make_shared<Call>();
+  call->request = std::move(request);
+  call->writer = std::move(writer);
+  call->routed = std::move(routed).value();
+  std::weak_ptr<Call> weak = call;
+  call->writer->OnClientGone([weak] {
+    auto c = weak.lock();
+    if (c == nullptr) return;
+    std::lock_guard lock(c->mu);
+    c->client_gone = true;
+    if (c->upstream != nullptr) c->upstream->Cancel();
+  });
+  Attempt(call);
+}
+
+void GatewayHttpAdapter::Attempt(const std::shared_ptr<Call>& call) {
+  ++call->attempts;
+  const PoolRouter& router = *call->routed.pool->router;
+  HttpClientRequest upstream{.method = call->request.method,
+                             .url = "http://" + router.address(call->routed.decision.chosen) + call->request.target,
+                             .headers = EndToEnd(call->request.headers),
+                             .body = call->request.body,
+                             .timeout = service_.options().request_timeout};
+  upstream.headers.Set("x-request-id", call->request.request_id);
+  upstream.headers.Set("x-forwarded-for", call->request.remote_address);
+
+  HttpStreamCallbacks callbacks;
+  callbacks.on_headers = [call](int status, const HttpHeaders& headers) {
+    call->status = status;
+    call->headers = EndToEnd(headers);
+    const bool sse = headers.GetOr("content-type", "").starts_with("text/event-stream");
+    if (!sse && headers.Has("content-length")) return true;  // small and whole: send at the end
+    call->streaming = true;
+    call->responded = true;
+    return call->writer->StartStream(status, call->headers);
+  };
+  callbacks.on_body = [call](std::string_view chunk) {
+    if (!call->streaming) {
+      call->body.append(chunk);
+      return true;
+    }
+    return call->writer->Write(chunk);
+  };
+  auto handle = client_.StreamAsync(std::move(upstream), std::move(callbacks),
+                                    [this, call](StatusOr<int> status) { Done(call, std::move(status)); });
+  std::lock_guard lock(call->mu);
+  call->upstream = std::move(handle);
+  if (call->client_gone) call->upstream->Cancel();
+}
+
+void GatewayHttpAdapter::Done(const std::shared_ptr<Call>& call, StatusOr<int> status) {
+  PoolState& pool = *call->routed.pool;
+  RouteDecision& decision = call->routed.decision;
+  const std::string& address = pool.router->address(decision.chosen);
+  bool client_gone;
+  {
+    std::lock_guard lock(call->mu);
+    client_gone = call->client_gone;
+  }
+  if (status.ok()) {
+    if (call->streaming) {
+      call->writer->Finish();
+    } else {
+      call->writer->Send(HttpResponse{.status = call->status, .headers = call->headers, .body = std::move(call->body)});
+    }
+    pool.router->Finish(decision.chosen);
+    requests_.WithLabels({pool.config.name, address, call->status < 500 ? "ok" : "upstream_error"}).Inc();
+    return;
+  }
+  if (client_gone) {
+    pool.router->Finish(decision.chosen);
+    requests_.WithLabels({pool.config.name, address, "client_gone"}).Inc();
+    return;
+  }
+  const bool unreachable = status.status().code() == StatusCode::kUnavailable;
+  if (unreachable) poller_.ReportConnectFailure(pool, decision.chosen);
+  if (unreachable && !call->responded && call->attempts < service_.options().max_attempts &&
+      call->next_rank < decision.ranked.size()) {
+    OMNI_LOG(kWarn, "gateway: request {} to {} failed ({}); retrying", call->request.request_id, address,
+             status.status().message());
+    requests_.WithLabels({pool.config.name, address, "retried"}).Inc();
+    retries_.WithLabels({pool.config.name}).Inc();
+    pool.router->Retarget(decision, decision.ranked[call->next_rank++]);
+    call->body.clear();
+    Attempt(call);
+    return;
+  }
+  pool.router->Finish(decision.chosen);
+  requests_.WithLabels({pool.config.name, address, "error"}).Inc();
+  OMNI_LOG(kWarn, "gateway: request {} to {} failed: {}", call->request.request_id, address,
+           status.status().message());
+  if (!call->responded) {
+    Status err = status.status().code() == StatusCode::kDeadlineExceeded
+                     ? DeadlineExceeded("pool " + pool.config.name + " did not answer in time: " +
+                                        std::string(status.status().message()))
+                     : Unavailable("pool " + pool.config.name + " could not serve the request: " +
+                                   std::string(status.status().message()));
+    call->writer->Send(ErrorResponse(err));
+  }
+  // Otherwise the writer is dropped mid-stream: the client sees a truncated
+  // stream, not a clean end.
+}
+
+}  // namespace omni::gateway

@@ -1,0 +1,54 @@
+// The HTTP face of the gateway: routes each API request to a pool and an
+// endpoint (GatewayService), proxies it there and streams the answer back.
+//
+// Proxying: the request body is buffered (body-based routing needs `model`,
+// and a retry needs the body again); the response streams through as it
+// arrives (SSE chunk by chunk) unless it is a plain JSON answer with a
+// Content-Length, which is sent whole. If the chosen endpoint cannot be
+// reached or fails before any response byte reached the client, the request
+// is retried on the next-ranked endpoint (up to max_attempts), and the
+// failed endpoint is ejected until its health check passes. A client that
+// disconnects cancels the upstream request, which closes its connection, so
+// the LLM server aborts the generation.
+//
+// Routes: POST /v1/chat/completions, /v1/completions, /v1/encode,
+// /v1/decode, /tokenize, /detokenize (pool by `model`); GET /v1/models
+// (all pools); GET /health; GET /metrics; GET /debug/endpoints.
+//
+// Thread-safety: thread-safe; handlers run on the server's io threads and
+// the client's io thread, and never block.
+#pragma once
+
+#include <memory>
+
+#include "net/http_client.h"
+#include "net/http_server.h"
+#include "services/gateway/endpoint_poller.h"
+#include "services/gateway/gateway_service.h"
+
+namespace omni::gateway {
+
+class GatewayHttpAdapter {
+ public:
+  // All must outlive the adapter.
+  GatewayHttpAdapter(GatewayService& service, HttpClient& client, EndpointPoller& poller, MetricsRegistry& metrics);
+
+  void RegisterRoutes(HttpServer& server);
+
+ private:
+  struct Call;
+
+  void Proxy(HttpRequest request, std::shared_ptr<ResponseWriter> writer);
+  void Attempt(const std::shared_ptr<Call>& call);
+  void Done(const std::shared_ptr<Call>& call, StatusOr<int> status);
+
+  GatewayService& service_;
+  HttpClient& client_;
+  EndpointPoller& poller_;
+  CounterFamily& requests_;
+  CounterFamily& retries_;
+  Histogram& pick_seconds_;
+  HistogramFamily& prefix_score_;
+};
+
+}  // namespace omni::gateway

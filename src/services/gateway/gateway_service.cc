@@ -1,0 +1,137 @@
+#include "services/gateway/gateway_service.h"
+
+#include <algorithm>
+
+#include "core/json_string.h"
+#include "services/gateway/model_peek.h"
+
+namespace omni::gateway {
+namespace {
+
+bool IsChat(std::string_view path) { return path == "/v1/chat/completions"; }
+
+}  // namespace
+
+StatusOr<std::unique_ptr<GatewayService>> GatewayService::Create(const GatewayConfig& config,
+                                                                 GatewayOptions options, const Clock& clock) {
+  if (options.seed == 0) options.seed = static_cast<uint64_t>(clock.WallNow().time_since_epoch().count());
+  std::unique_ptr<GatewayService> service(new GatewayService(options));
+  uint64_t seed = options.seed;
+  for (const PoolConfig& pool : config.pools) {
+    OMNI_ASSIGN_OR_RETURN(RoutingProfile profile, ResolveRoutingProfile(config, pool));
+    auto state = std::make_unique<PoolState>();
+    state->config = pool;
+    if (profile.Uses(PluginType::kPrecisePrefixCacheScorer)) {
+      if (pool.tokenizer.empty()) {
+        return InvalidArgument("pool " + pool.name +
+                               ": precise-prefix-cache-scorer needs `tokenizer` (the model folder)");
+      }
+      if (pool.kv_events.size() != pool.endpoints.size()) {
+        return InvalidArgument("pool " + pool.name +
+                               ": precise-prefix-cache-scorer needs one `kvEvents` address per endpoint, in order");
+      }
+      auto tokenizer = PromptTokenizer::FromModelDir(pool.tokenizer);
+      if (!tokenizer.ok()) return tokenizer.status().Annotate("pool " + pool.name + " tokenizer");
+      state->tokenizer = std::move(tokenizer).value();
+    }
+    state->router = std::make_unique<PoolRouter>(pool.endpoints, std::move(profile), clock, seed++);
+    service->pools_.push_back(std::move(state));
+  }
+  return service;
+}
+
+StatusOr<RoutedRequest> GatewayService::Route(const HttpRequest& request) {
+  OMNI_ASSIGN_OR_RETURN(std::string model, PeekJsonModel(request.body));
+  PoolState* pool = nullptr;
+  for (const auto& p : pools_) {
+    if (std::find(p->config.models.begin(), p->config.models.end(), model) != p->config.models.end()) pool = p.get();
+  }
+  if (pool == nullptr) {
+    return NotFound("The model `" + model + "` does not exist; this gateway serves " + ServedModelsList())
+        .WithParam("model");
+  }
+  const PoolRouter& router = *pool->router;
+  const bool chat = IsChat(request.path);
+  RouteRequest route{.model = model};
+  std::optional<std::string_view> raw_prompt;
+  if (router.profile().Uses(PluginType::kPrefixCacheScorer)) {
+    OMNI_ASSIGN_OR_RETURN(raw_prompt, PeekJsonRawMember(request.body, chat ? "messages" : "prompt"));
+    route.prompt_text = raw_prompt.value_or(std::string_view());
+  }
+  std::optional<std::string_view> salt;
+  OMNI_ASSIGN_OR_RETURN(salt, PeekJsonRawMember(request.body, "cache_salt"));
+  route.cache_salt = salt.value_or(std::string_view());
+  std::vector<int32_t> tokens;
+  if (pool->tokenizer != nullptr && (chat || request.path == "/v1/completions")) {
+    // A body the LLM server will reject is scored as promptless; the server
+    // gives the client the precise error.
+    auto ids = chat ? pool->tokenizer->ChatPromptTokens(request.body)
+                    : pool->tokenizer->CompletionPromptTokens(request.body);
+    if (ids.ok()) tokens = std::move(ids).value();
+    route.token_ids = tokens;
+  }
+  if (router.profile().Uses(PluginType::kSessionAffinityScorer)) {
+    route.session_id = request.headers.GetOr(router.profile().session_header, "");
+  }
+  RoutedRequest routed{.pool = pool, .model = std::move(model)};
+  routed.decision = pool->router->Pick(route);
+  return routed;
+}
+
+std::string GatewayService::ServedModelsList() const {
+  std::string out;
+  for (const auto& p : pools_) {
+    for (const std::string& m : p->config.models) {
+      if (!out.empty()) out += ", ";
+      out += m;
+    }
+  }
+  return out;
+}
+
+std::string GatewayService::ModelsJson() const {
+  std::string out = "{\"object\":\"list\",\"data\":[";
+  bool first = true;
+  for (const auto& p : pools_) {
+    for (const std::string& m : p->config.models) {
+      if (!first) out += ',';
+      first = false;
+      out += "{\"id\":";
+      AppendJsonString(m, &out);
+      out += ",\"object\":\"model\",\"created\":0,\"owned_by\":\"omniserve\",\"pool\":";
+      AppendJsonString(p->config.name, &out);
+      out += ",\"role\":";
+      AppendJsonString(PoolRoleName(p->config.role), &out);
+      out += '}';
+    }
+  }
+  out += "]}";
+  return out;
+}
+
+std::string GatewayService::DebugJson() const {
+  std::string out = "{\"pools\":[";
+  for (size_t i = 0; i < pools_.size(); ++i) {
+    const PoolState& p = *pools_[i];
+    if (i > 0) out += ',';
+    out += "{\"name\":";
+    AppendJsonString(p.config.name, &out);
+    out += ",\"role\":";
+    AppendJsonString(PoolRoleName(p.config.role), &out);
+    out += ",\"router\":" + p.router->DebugJson() + '}';
+  }
+  out += "]}";
+  return out;
+}
+
+Status GatewayService::Health() const {
+  for (const auto& p : pools_) {
+    std::vector<EndpointSnapshot> snap = p->router->Snapshot();
+    if (std::none_of(snap.begin(), snap.end(), [](const EndpointSnapshot& e) { return e.healthy; })) {
+      return Unavailable("pool " + p->config.name + " has no healthy endpoint");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace omni::gateway

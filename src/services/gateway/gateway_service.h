@@ -1,0 +1,76 @@
+// The gateway's routing logic, without sockets: which pool serves a request
+// (body-based model routing) and which of its endpoints should take it.
+// The HTTP adapter (gateway_http.h) proxies; the poller and the KV-event
+// subscriber feed endpoint state into the pools' routers.
+//
+// Thread-safety: thread-safe after Create.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/status.h"
+#include "net/http.h"
+#include "services/gateway/gateway_config.h"
+#include "services/gateway/pool_router.h"
+#include "services/gateway/prompt_tokens.h"
+
+namespace omni::gateway {
+
+struct GatewayOptions {
+  std::chrono::milliseconds metrics_interval{50};
+  std::chrono::milliseconds health_interval{500};
+  std::chrono::milliseconds scrape_timeout{1000};
+  std::chrono::milliseconds connect_timeout{2000};
+  std::chrono::milliseconds request_timeout{600'000};
+  int unhealthy_after = 2;  // consecutive failed health checks that eject an endpoint
+  int max_attempts = 3;     // endpoints tried per request when connections fail
+  uint64_t seed = 0;        // pickers' random tie-breaks; 0: from the clock
+};
+
+struct PoolState {
+  PoolConfig config;
+  std::unique_ptr<PoolRouter> router;
+  std::unique_ptr<PromptTokenizer> tokenizer;  // only with a precise-prefix-cache-scorer
+};
+
+// A request bound to a pool, committed to decision.chosen.
+struct RoutedRequest {
+  PoolState* pool = nullptr;
+  std::string model;
+  RouteDecision decision;
+};
+
+class GatewayService {
+ public:
+  static StatusOr<std::unique_ptr<GatewayService>> Create(const GatewayConfig& config, GatewayOptions options,
+                                                          const Clock& clock);
+
+  // Reads `model` from the body (without parsing the rest), picks the pool
+  // and an endpoint. InvalidArgument for a body without a string `model`;
+  // NotFound, listing the served models, for a model no pool serves.
+  StatusOr<RoutedRequest> Route(const HttpRequest& request);
+
+  // The OpenAI model list of every pool, in config order.
+  std::string ModelsJson() const;
+  // {"pools": [{"name", "role", "models", "router": PoolRouter::DebugJson()}]}
+  std::string DebugJson() const;
+  // Ok while every pool has a healthy endpoint.
+  Status Health() const;
+
+  const GatewayOptions& options() const { return options_; }
+  const std::vector<std::unique_ptr<PoolState>>& pools() const { return pools_; }
+
+ private:
+  GatewayService(GatewayOptions options) : options_(std::move(options)) {}
+  std::string ServedModelsList() const;
+
+  const GatewayOptions options_;
+  std::vector<std::unique_ptr<PoolState>> pools_;
+};
+
+}  // namespace omni::gateway

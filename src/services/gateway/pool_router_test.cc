@@ -1,0 +1,143 @@
+// PoolRouter: the pipeline over endpoint state, without sockets.
+#include "services/gateway/pool_router.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <numeric>
+
+namespace omni::gateway {
+namespace {
+
+using ::testing::ElementsAre;
+
+std::vector<std::string> Addresses(int n) {
+  std::vector<std::string> a;
+  for (int i = 0; i < n; ++i) a.push_back("127.0.0.1:" + std::to_string(9000 + i));
+  return a;
+}
+
+RoutingProfile Profile(std::vector<WeightedScorer> scorers, PluginType picker = PluginType::kMaxScorePicker) {
+  RoutingProfile p;
+  p.scorers = std::move(scorers);
+  p.picker = picker;
+  return p;
+}
+
+void ReportIdle(PoolRouter& router) {
+  for (int e = 0; e < router.size(); ++e) router.ReportLoad(e, EndpointLoad{.num_blocks = 1000});
+}
+
+TEST(PoolRouter, BurstSpreadsBeforeAnyScrape) {
+  FakeClock clock;
+  PoolRouter router(Addresses(4), Profile({{PluginType::kQueueScorer, "queue-scorer", 1}}), clock, 1);
+  ReportIdle(router);
+  std::map<int, int> count;
+  for (int i = 0; i < 8; ++i) {
+    std::string prompt = "distinct prompt " + std::to_string(i);
+    ++count[router.Pick({.model = "m", .prompt_text = prompt}).chosen];
+  }
+  EXPECT_THAT(count, ElementsAre(std::pair(0, 2), std::pair(1, 2), std::pair(2, 2), std::pair(3, 2)));
+}
+
+TEST(PoolRouter, SharedPrefixSticksToOneEndpoint) {
+  FakeClock clock;
+  PoolRouter router(Addresses(4),
+                    Profile({{PluginType::kPrefixCacheScorer, "prefix-cache-scorer", 3},
+                             {PluginType::kQueueScorer, "queue-scorer", 2},
+                             {PluginType::kKvCacheUtilizationScorer, "kv-cache-utilization-scorer", 2}}),
+                    clock, 2);
+  ReportIdle(router);
+  const std::string system(640, 's');  // 10 blocks of 64 characters
+  RouteDecision first = router.Pick({.model = "m", .prompt_text = system + "question one"});
+  EXPECT_EQ(first.prefix_score, 0.0);
+  router.Finish(first.chosen);
+  ReportIdle(router);
+  RouteDecision second = router.Pick({.model = "m", .prompt_text = system + std::string(64, 'q')});
+  EXPECT_EQ(second.chosen, first.chosen);
+  EXPECT_NEAR(second.prefix_score, 10.0 / 11.0, 1e-12);
+}
+
+TEST(PoolRouter, RetargetMovesTheRequest) {
+  FakeClock clock;
+  PoolRouter router(Addresses(2), Profile({{PluginType::kActiveRequestScorer, "active-request-scorer", 1}}),
+                    clock, 3);
+  ReportIdle(router);
+  RouteDecision d = router.Pick({.model = "m"});
+  const int first = d.chosen;
+  ASSERT_EQ(d.ranked.size(), 2u);
+  router.Retarget(d, d.ranked[1]);
+  std::vector<EndpointSnapshot> snap = router.Snapshot();
+  EXPECT_EQ(snap[first].in_flight, 0);
+  EXPECT_EQ(snap[d.chosen].in_flight, 1);
+  router.Finish(d.chosen);
+  EXPECT_EQ(router.Snapshot()[d.chosen].in_flight, 0);
+}
+
+TEST(PoolRouter, UnhealthyAndStaleEndpointsAreAvoided) {
+  FakeClock clock;
+  PoolRouter router(Addresses(3), Profile({}, PluginType::kRandomPicker), clock, 4);
+  ReportIdle(router);
+  router.SetHealthy(0, false);
+  clock.Advance(std::chrono::milliseconds(300));
+  router.ReportLoad(2, EndpointLoad{});  // only 2 is fresh
+  for (int i = 0; i < 20; ++i) {
+    RouteDecision d = router.Pick({.model = "m"});
+    EXPECT_EQ(d.chosen, 2);
+    // The filtered-out endpoints stay behind it as last-resort retries.
+    EXPECT_EQ(d.ranked.size(), 3u);
+    router.Finish(d.chosen);
+  }
+}
+
+TEST(PoolRouter, RoundRobinCycles) {
+  FakeClock clock;
+  PoolRouter router(Addresses(3), Profile({}, PluginType::kRoundRobinPicker), clock, 5);
+  ReportIdle(router);
+  std::vector<int> chosen;
+  for (int i = 0; i < 6; ++i) chosen.push_back(router.Pick({.model = "m"}).chosen);
+  EXPECT_THAT(chosen, ElementsAre(0, 1, 2, 0, 1, 2));
+}
+
+TEST(PoolRouter, SessionAffinity) {
+  FakeClock clock;
+  PoolRouter router(Addresses(4),
+                    Profile({{PluginType::kSessionAffinityScorer, "session-affinity-scorer", 10},
+                             {PluginType::kActiveRequestScorer, "active-request-scorer", 1}}),
+                    clock, 6);
+  ReportIdle(router);
+  const int a = router.Pick({.model = "m", .session_id = "alice"}).chosen;
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(router.Pick({.model = "m", .session_id = "alice"}).chosen, a);
+  EXPECT_NE(router.Pick({.model = "m", .session_id = "bob"}).chosen, a);
+}
+
+TEST(PoolRouter, PreciseScorerFollowsKvEvents) {
+  FakeClock clock;
+  RoutingProfile profile = Profile({{PluginType::kPrecisePrefixCacheScorer, "precise-prefix-cache-scorer", 1}});
+  profile.precise_block_size = 4;
+  PoolRouter router(Addresses(3), profile, clock, 7);
+  ReportIdle(router);
+  std::vector<int32_t> tokens(12);
+  std::iota(tokens.begin(), tokens.end(), 50);
+  WireBlockStored stored;
+  stored.block_hashes = {{.key = 1}, {.key = 2}, {.key = 3}};
+  stored.token_ids = tokens;
+  stored.block_size = 4;
+  KvEventBatch batch;
+  batch.events.push_back(stored);
+  router.ApplyKvEvents(2, batch);
+  for (int i = 0; i < 5; ++i) {
+    RouteDecision d = router.Pick({.model = "m", .token_ids = tokens});
+    EXPECT_EQ(d.chosen, 2);
+    EXPECT_EQ(d.prefix_score, 1.0);
+  }
+  // A restart (marked unhealthy) forgets what the endpoint held.
+  router.SetHealthy(2, false);
+  router.SetHealthy(2, true);
+  ReportIdle(router);
+  EXPECT_EQ(router.Pick({.model = "m", .token_ids = tokens}).prefix_score, 0.0);
+}
+
+}  // namespace
+}  // namespace omni::gateway

@@ -1,0 +1,132 @@
+#include "services/gateway/precise_prefix_index.h"
+
+#include <algorithm>
+
+#include <xxhash.h>
+
+#include <cstring>
+
+namespace omni::gateway {
+namespace {
+
+// The router's own chain: XXH3-64 (seed 0) over the parent hash and the
+// block's token ids, in host byte order (the index never leaves the process).
+constexpr uint64_t kRootHash = 0x6f6d6e6967617465;  // "omnigate"
+
+uint64_t ChainHash(uint64_t parent, std::span<const int32_t> tokens) {
+  std::vector<char> buf(8 + 4 * tokens.size());
+  std::memcpy(buf.data(), &parent, 8);
+  std::memcpy(buf.data() + 8, tokens.data(), 4 * tokens.size());
+  return XXH3_64bits(buf.data(), buf.size());
+}
+
+}  // namespace
+
+PrecisePrefixIndex::PrecisePrefixIndex(int num_endpoints, int block_size)
+    : block_size_(block_size), by_server_hash_(num_endpoints) {}
+
+std::vector<uint64_t> PrecisePrefixIndex::RequestHashes(std::span<const int32_t> tokens,
+                                                        int max_blocks) const {
+  std::vector<uint64_t> hashes;
+  const size_t n = std::min<size_t>(tokens.size() / block_size_, std::max(max_blocks, 0));
+  hashes.reserve(n);
+  uint64_t parent = kRootHash;
+  for (size_t i = 0; i < n; ++i) {
+    parent = ChainHash(parent, tokens.subspan(i * block_size_, block_size_));
+    hashes.push_back(parent);
+  }
+  return hashes;
+}
+
+int PrecisePrefixIndex::MatchLength(int e, std::span<const uint64_t> hashes) const {
+  int n = 0;
+  for (uint64_t h : hashes) {
+    auto it = holders_.find(h);
+    if (it == holders_.end()) break;
+    const auto& who = it->second;
+    auto pos = std::lower_bound(who.begin(), who.end(), e, [](const Holder& x, int v) { return x.endpoint < v; });
+    if (pos == who.end() || pos->endpoint != e) break;
+    ++n;
+  }
+  return n;
+}
+
+void PrecisePrefixIndex::Apply(int e, const KvEventBatch& batch) {
+  for (const WireKvEvent& event : batch.events) {
+    if (const auto* stored = std::get_if<WireBlockStored>(&event)) {
+      Store(e, *stored);
+    } else if (const auto* removed = std::get_if<WireBlockRemoved>(&event)) {
+      for (const WireBlockHash& h : removed->block_hashes) Remove(e, h.key);
+    } else {
+      ClearEndpoint(e);
+    }
+  }
+}
+
+void PrecisePrefixIndex::Store(int e, const WireBlockStored& ev) {
+  auto& own_of = by_server_hash_[e];
+  const size_t n = ev.block_hashes.size();
+  if (ev.block_size != block_size_ || ev.token_ids.size() < n * block_size_) {
+    ++stats_.events_skipped;
+    return;
+  }
+  uint64_t parent = kRootHash;
+  if (ev.parent_block_hash) {
+    auto it = own_of.find(ev.parent_block_hash->key);
+    if (it == own_of.end()) {  // a missed event; the chain cannot be rebuilt
+      ++stats_.events_skipped;
+      return;
+    }
+    parent = it->second;
+  }
+  const std::span<const int32_t> tokens(ev.token_ids);
+  for (size_t i = 0; i < n; ++i) {
+    parent = ChainHash(parent, tokens.subspan(i * block_size_, block_size_));
+    auto [slot, fresh] = own_of.try_emplace(ev.block_hashes[i].key, parent);
+    if (!fresh) {
+      if (slot->second == parent) continue;
+      Remove(e, ev.block_hashes[i].key);  // the server reused a hash; take the new meaning
+      own_of.emplace(ev.block_hashes[i].key, parent);
+    }
+    AddHolder(parent, e);
+    ++stats_.blocks_stored;
+  }
+}
+
+void PrecisePrefixIndex::Remove(int e, uint64_t server_hash) {
+  auto& own_of = by_server_hash_[e];
+  auto it = own_of.find(server_hash);
+  if (it == own_of.end()) return;
+  DropHolder(it->second, e, /*all_refs=*/false);
+  own_of.erase(it);
+  ++stats_.blocks_removed;
+}
+
+void PrecisePrefixIndex::ClearEndpoint(int e) {
+  auto& own_of = by_server_hash_[e];
+  for (const auto& [server, own] : own_of) DropHolder(own, e, /*all_refs=*/true);
+  own_of.clear();
+}
+
+void PrecisePrefixIndex::AddHolder(uint64_t own, int e) {
+  auto& who = holders_[own];
+  auto pos = std::lower_bound(who.begin(), who.end(), e, [](const Holder& x, int v) { return x.endpoint < v; });
+  if (pos != who.end() && pos->endpoint == e) {
+    ++pos->refs;
+  } else {
+    who.insert(pos, Holder{static_cast<uint16_t>(e), 1});
+  }
+}
+
+void PrecisePrefixIndex::DropHolder(uint64_t own, int e, bool all_refs) {
+  auto holders = holders_.find(own);
+  if (holders == holders_.end()) return;
+  auto& who = holders->second;
+  auto pos = std::lower_bound(who.begin(), who.end(), e, [](const Holder& x, int v) { return x.endpoint < v; });
+  if (pos == who.end() || pos->endpoint != e) return;
+  if (!all_refs && --pos->refs > 0) return;
+  who.erase(pos);
+  if (who.empty()) holders_.erase(holders);
+}
+
+}  // namespace omni::gateway

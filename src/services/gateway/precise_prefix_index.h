@@ -1,0 +1,69 @@
+// The precise prefix-cache index: which endpoint holds which KV block,
+// learned from the endpoints' KV events (spec/routing.md).
+//
+// The index does not trust the servers' hash functions: for every
+// BlockStored it recomputes its own chained hash from the event's token ids
+// (XXH3 over the parent's own hash and the block's ids), starting from a
+// fixed root when the event has no parent, or from the hash it computed for
+// the parent block. It remembers, per endpoint, server hash -> own hash
+// so BlockRemoved and later parents can be resolved. A request's hashes come
+// from its token ids the same way; its score on an endpoint is the longest
+// run of blocks from block 0 that the endpoint holds, over the request's full
+// blocks.
+//
+// Limits: media rows are keyed by sha256 on the servers but not in events,
+// so blocks that hold media are compared by their placeholder token ids only;
+// a request with a cache_salt is not scored (its server-side chain starts
+// from the salt, which events do not carry).
+//
+// Thread-safety: none; PoolRouter locks around it.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/kv_event_decoder.h"
+
+namespace omni::gateway {
+
+struct PreciseIndexStats {
+  int64_t blocks_stored = 0;
+  int64_t blocks_removed = 0;
+  int64_t events_skipped = 0;  // unknown parent or another block size
+};
+
+class PrecisePrefixIndex {
+ public:
+  PrecisePrefixIndex(int num_endpoints, int block_size);
+
+  // Own chained hashes of the full blocks of `tokens`, at most `max_blocks`.
+  std::vector<uint64_t> RequestHashes(std::span<const int32_t> tokens, int max_blocks) const;
+  int MatchLength(int e, std::span<const uint64_t> hashes) const;
+  void Apply(int e, const KvEventBatch& batch);
+  // Forget everything about `e` (it restarted or was ejected).
+  void ClearEndpoint(int e);
+  size_t blocks_held(int e) const { return by_server_hash_[e].size(); }
+  const PreciseIndexStats& stats() const { return stats_; }
+
+ private:
+  // One endpoint holding an own hash, under `refs` server hashes (two server
+  // blocks map to one own hash when the server keyed them apart by media).
+  struct Holder {
+    uint16_t endpoint;
+    uint32_t refs;
+  };
+
+  void Store(int e, const WireBlockStored& ev);
+  void Remove(int e, uint64_t server_hash);
+  void AddHolder(uint64_t own, int e);
+  void DropHolder(uint64_t own, int e, bool all_refs);
+
+  int block_size_;
+  std::unordered_map<uint64_t, std::vector<Holder>> holders_;  // own hash -> sorted by endpoint
+  std::vector<std::unordered_map<uint64_t, uint64_t>> by_server_hash_;  // per endpoint
+  PreciseIndexStats stats_;
+};
+
+}  // namespace omni::gateway
