@@ -6,6 +6,7 @@
 #include <future>
 #include <limits>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -242,10 +243,12 @@ class HttpClient::Impl {
       co_return r;
     }
 
-    std::vector<char> chunk(64 * 1024);
+    // Not zero-filled: a 64 KiB memset per request was the proxy's top cost.
+    constexpr size_t kChunkBytes = 16 * 1024;
+    auto chunk = std::make_unique_for_overwrite<char[]>(kChunkBytes);
     while (!parser.is_done()) {
-      parser.get().body().data = chunk.data();
-      parser.get().body().size = chunk.size();
+      parser.get().body().data = chunk.get();
+      parser.get().body().size = kChunkBytes;
       // read_some rather than read: deliver whatever arrived, so a caller
       // sees each SSE event when it comes rather than when a buffer fills.
       auto [ec, n] = co_await http::async_read_some(stream, buffer, parser, kNoThrow);
@@ -259,8 +262,8 @@ class HttpClient::Impl {
         r.status = NetworkError(ec, "read response body from", url);
         co_return r;
       }
-      size_t got = chunk.size() - parser.get().body().size;
-      if (got > 0 && callbacks.on_body && !callbacks.on_body(std::string_view(chunk.data(), got))) {
+      size_t got = kChunkBytes - parser.get().body().size;
+      if (got > 0 && callbacks.on_body && !callbacks.on_body(std::string_view(chunk.get(), got))) {
         r.status = Cancelled("request aborted by the caller");
         co_return r;
       }
