@@ -23,7 +23,7 @@ struct SimulateFlags {
   int turns = 5;
   int concurrency = 0;       // 0: not given (16 per replica unless --request-rate)
   double request_rate = 0;   // 0: not given
-  int kv_blocks = 256;
+  int kv_blocks = 1024;
   int max_num_seqs = 256;
   int max_batched_tokens = 2048;
   double prefill_rate = 2000;
