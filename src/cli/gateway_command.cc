@@ -62,14 +62,15 @@ int RunGatewayCommand(const GatewayFlags& f) {
   std::unique_ptr<gateway::GatewayService> service = std::move(created).value();
 
   MetricsRegistry registry;
-  HttpClient client(HttpClientOptions{.connect_timeout = options.connect_timeout, .max_idle_per_host = 256});
-  gateway::EndpointPoller poller(*service, client, registry);
+  // Scrapes and health checks on a client thread of their own, so they go
+  // on however busy the proxy is.
+  HttpClient poll_client(HttpClientOptions{.connect_timeout = options.connect_timeout});
+  gateway::EndpointPoller poller(*service, poll_client, registry);
   gateway::KvEventSubscriber kv_events(*service, registry);
   if (Status s = kv_events.Start(); !s.ok()) {
     OMNI_LOG(kError, "gateway: {}", s.message());
     return 2;
   }
-  gateway::GatewayHttpAdapter adapter(*service, client, poller, registry);
 
   HttpServerOptions http;
   http.host = f.host;
@@ -78,6 +79,11 @@ int RunGatewayCommand(const GatewayFlags& f) {
   http.metrics = &registry;
   http.access_log = false;  // the gateway's counters and the servers' own logs carry the request ids
   HttpServer server(http);
+  // Upstream exchanges run on the server's io threads: no thread hand-off
+  // between a client's request, its upstream call and the reply.
+  HttpClient proxy_client(server, HttpClientOptions{.connect_timeout = options.connect_timeout,
+                                                    .max_idle_per_host = 1024});
+  gateway::GatewayHttpAdapter adapter(*service, proxy_client, poller, registry);
   adapter.RegisterRoutes(server);
   if (Status s = server.Start(); !s.ok()) {
     OMNI_LOG(kError, "gateway: cannot serve {}:{}: {}", f.host, f.port, s.ToString());

@@ -16,6 +16,7 @@
 #include <boost/beast/http/write.hpp>
 
 #include "net/internal/asio.h"
+#include "net/internal/server_impl.h"
 #include "net/url.h"
 
 namespace omni {
@@ -67,41 +68,54 @@ bool LooksReusable(TcpStream& stream) {
 }  // namespace
 
 // The io-thread side of an HttpCallHandle.
+// Each asynchronous exchange runs on a strand, and so does each connection:
+// a pooled connection keeps the strand it was opened on, and the next
+// exchange that takes it runs there, so the connection's operations, its
+// Beast timer and Cancel never run concurrently, however many threads run
+// the io context.
 class AsyncCall final : public HttpCallHandle, public std::enable_shared_from_this<AsyncCall> {
  public:
-  explicit AsyncCall(asio::io_context& ioc) : ioc_(ioc) {}
+  using Strand = asio::any_io_executor;
+  explicit AsyncCall(Strand strand) : strand_(std::move(strand)) {}
+
+  const Strand& strand() const { return strand_; }
 
   void Cancel() override {
     if (cancelled_.exchange(true)) return;
-    asio::post(ioc_, [self = shared_from_this()] {
+    asio::post(strand_, [self = shared_from_this()] {
       if (self->stream_ != nullptr) self->stream_->socket().close();
     });
   }
   bool cancelled() const { return cancelled_.load(); }
-  // The connection in use, for Cancel to close; io thread only.
+  // The connection in use, for Cancel to close; on the strand only.
   void Attach(TcpStream* stream) { stream_ = stream; }
 
  private:
-  asio::io_context& ioc_;
+  Strand strand_;  // the exchange's coroutine and Cancel run on it
   std::atomic<bool> cancelled_{false};
-  TcpStream* stream_ = nullptr;  // io thread only
+  TcpStream* stream_ = nullptr;  // on the strand only
 };
 
 class HttpClient::Impl {
  public:
-  explicit Impl(HttpClientOptions options) : options_(std::move(options)), work_(ioc_.get_executor()) {
+  explicit Impl(HttpClientOptions options)
+      : options_(std::move(options)), owned_ioc_(std::in_place), ioc_(*owned_ioc_) {
+    work_.emplace(ioc_.get_executor());
     thread_ = std::thread([this] { ioc_.run(); });
-    io_thread_id_ = thread_.get_id();
   }
+  Impl(asio::io_context& shared, HttpClientOptions options) : options_(std::move(options)), ioc_(shared) {}
 
   ~Impl() {
-    work_.reset();
-    ioc_.stop();
-    thread_.join();
+    if (owned_ioc_) {
+      work_.reset();
+      ioc_.stop();
+      thread_.join();
+    }
   }
 
   StatusOr<int> Run(const HttpClientRequest& request, const HttpStreamCallbacks& callbacks, size_t body_limit) {
-    OMNI_CHECK(std::this_thread::get_id() != io_thread_id_) << "HttpClient called from its own io thread";
+    OMNI_CHECK(owned_ioc_.has_value()) << "a client on a server's io threads is asynchronous only";
+    OMNI_CHECK(!ioc_.get_executor().running_in_this_thread()) << "HttpClient called from its own io thread";
     OMNI_ASSIGN_OR_RETURN(Url url, ParseUrl(request.url));
     Deadline deadline = std::chrono::steady_clock::now() + request.timeout;
     std::future<AttemptResult> done =
@@ -118,14 +132,18 @@ class HttpClient::Impl {
 
   std::shared_ptr<HttpCallHandle> RunAsync(HttpClientRequest request, HttpStreamCallbacks callbacks,
                                            std::function<void(StatusOr<int>)> done) {
-    auto call = std::make_shared<AsyncCall>(ioc_);
     auto url = ParseUrl(request.url);
     if (!url.ok()) {
       done(url.status());
-      return call;
+      return std::make_shared<AsyncCall>(ioc_.get_executor());
     }
+    std::unique_ptr<TcpStream> pooled = TakeIdle(url->HostPort());
+    auto call = std::make_shared<AsyncCall>(pooled != nullptr ? pooled->get_executor()
+                                                              : asio::any_io_executor(asio::make_strand(ioc_)));
     Deadline deadline = std::chrono::steady_clock::now() + request.timeout;
-    asio::co_spawn(ioc_, OwnedExchange(std::move(request), *std::move(url), std::move(callbacks), deadline, call),
+    asio::co_spawn(call->strand(),
+                   OwnedExchange(std::move(request), *std::move(url), std::move(callbacks), deadline, call,
+                                 std::move(pooled)),
                    [done = std::move(done), call](std::exception_ptr e, AttemptResult r) {
                      if (e) {
                        done(Internal("http client: exception in exchange"));
@@ -144,16 +162,22 @@ class HttpClient::Impl {
  private:
   // Exchange with the arguments owned by the coroutine frame.
   asio::awaitable<AttemptResult> OwnedExchange(HttpClientRequest request, Url url, HttpStreamCallbacks callbacks,
-                                               Deadline deadline, std::shared_ptr<AsyncCall> call) {
-    co_return co_await Exchange(request, url, callbacks, std::numeric_limits<size_t>::max(), deadline, call.get());
+                                               Deadline deadline, std::shared_ptr<AsyncCall> call,
+                                               std::unique_ptr<TcpStream> pooled) {
+    co_return co_await Exchange(request, url, callbacks, std::numeric_limits<size_t>::max(), deadline, call.get(),
+                                std::move(pooled));
   }
 
+  // `pooled`: for an asynchronous call, the idle connection RunAsync took
+  // (this coroutine runs on its strand); synchronous calls take their own.
   asio::awaitable<AttemptResult> Exchange(const HttpClientRequest& request, const Url& url,
                                           const HttpStreamCallbacks& callbacks, size_t body_limit, Deadline deadline,
-                                          AsyncCall* call = nullptr) {
+                                          AsyncCall* call = nullptr, std::unique_ptr<TcpStream> pooled = nullptr) {
     std::string key = url.HostPort();
     for (int attempt = 0;; ++attempt) {
-      std::unique_ptr<TcpStream> stream = TakeIdle(key);
+      // A retry always takes a fresh connection.
+      std::unique_ptr<TcpStream> stream =
+          attempt > 0 ? nullptr : (call != nullptr ? std::move(pooled) : TakeIdle(key));
       bool reused = stream != nullptr;
       if (!reused) {
         auto connected = co_await Connect(url, deadline);
@@ -178,14 +202,14 @@ class HttpClient::Impl {
   }
 
   asio::awaitable<StatusOr<std::unique_ptr<TcpStream>>> Connect(const Url& url, Deadline deadline) {
-    auto stream = std::make_unique<TcpStream>(ioc_);
+    auto stream = std::make_unique<TcpStream>(co_await asio::this_coro::executor);
     boost::system::error_code ec;
     std::vector<tcp::endpoint> endpoints;
     auto address = asio::ip::make_address(url.host, ec);
     if (!ec) {
       endpoints.emplace_back(address, url.port);
     } else {
-      tcp::resolver resolver(ioc_);
+      tcp::resolver resolver(co_await asio::this_coro::executor);
       auto [rec, results] = co_await resolver.async_resolve(url.host, std::to_string(url.port), kNoThrow);
       if (rec) co_return Unavailable("cannot resolve " + url.host + ": " + rec.message());
       for (const auto& entry : results) endpoints.push_back(entry.endpoint());
@@ -291,16 +315,18 @@ class HttpClient::Impl {
   }
 
   const HttpClientOptions options_;
-  asio::io_context ioc_;
-  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  std::optional<asio::io_context> owned_ioc_;  // empty when on a server's io threads
+  asio::io_context& ioc_;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::thread thread_;
-  std::thread::id io_thread_id_;
   std::atomic<uint64_t> opened_{0};
   std::mutex mu_;
   std::map<std::string, std::vector<std::unique_ptr<TcpStream>>> idle_;  // guarded by mu_
 };
 
 HttpClient::HttpClient(HttpClientOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+HttpClient::HttpClient(HttpServer& server, HttpClientOptions options)
+    : impl_(std::make_unique<Impl>(server.impl_->ioc_, std::move(options))) {}
 HttpClient::~HttpClient() = default;
 
 StatusOr<HttpClientResponse> HttpClient::Request(const HttpClientRequest& request) {

@@ -63,9 +63,17 @@ class HttpCallHandle {
 // (connect or total timeout), InvalidArgument (bad URL), Internal (bad
 // response), Cancelled (a callback returned false). A response with any
 // HTTP status is a success at this level; the caller decides what 4xx means.
+class HttpServer;
+
 class HttpClient {
  public:
+  // Owns one io thread.
   explicit HttpClient(HttpClientOptions options = {});
+  // Runs its I/O on `server`'s io threads instead (no thread of its own), so
+  // a proxy's upstream exchange and its downstream reply share threads with
+  // no hand-off between them. Only StreamAsync may be used, and only while
+  // the server runs; destroy the client before the server.
+  HttpClient(HttpServer& server, HttpClientOptions options = {});
   // Requests must have returned before the client is destroyed.
   ~HttpClient();
   HttpClient(const HttpClient&) = delete;

@@ -133,6 +133,8 @@ class HttpServer {
   class Impl;
 
  private:
+  friend class HttpClient;  // HttpClient(HttpServer&) runs on this server's io threads
+
   std::unique_ptr<Impl> impl_;
 };
 

@@ -109,3 +109,108 @@ TEST(HttpClientTest, HeadRequestHasNoBody) {
 
 }  // namespace
 }  // namespace omni
+
+namespace omni {
+namespace {
+
+using testing::BaseUrl;
+using testing::kTestWait;
+using testing::TestServerOptions;
+
+// The result of one StreamAsync call, awaited by the test thread.
+struct AsyncResult {
+  std::promise<StatusOr<int>> done;
+  std::string body;
+};
+
+TEST(HttpClientAsyncTest, StreamsAndCompletes) {
+  HttpServer server(TestServerOptions());
+  server.Route(HttpMethod::kPost, "/echo", [](const HttpRequest& r) { return JsonResponse(200, r.body); });
+  ASSERT_TRUE(server.Start().ok());
+  HttpClient client;
+  auto result = std::make_shared<AsyncResult>();
+  client.StreamAsync({.method = HttpMethod::kPost, .url = BaseUrl(server) + "/echo", .body = "{\"a\":1}"},
+                     {.on_body = [result](std::string_view c) {
+                       result->body.append(c);
+                       return true;
+                     }},
+                     [result](StatusOr<int> s) { result->done.set_value(std::move(s)); });
+  auto f = result->done.get_future();
+  ASSERT_EQ(f.wait_for(kTestWait), std::future_status::ready);
+  StatusOr<int> status = f.get();
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_EQ(*status, 200);
+  EXPECT_EQ(result->body, "{\"a\":1}");
+}
+
+TEST(HttpClientAsyncTest, CancelClosesTheUpstreamConnection) {
+  HttpServer server(TestServerOptions());
+  std::promise<void> gone;
+  std::shared_ptr<ResponseWriter> held;  // the stream never finishes
+  server.RouteStreaming(HttpMethod::kGet, "/forever", [&](HttpRequest, std::shared_ptr<ResponseWriter> w) {
+    w->StartStream(200, {});
+    w->Write("first");
+    w->OnClientGone([&gone] { gone.set_value(); });
+    held = std::move(w);
+  });
+  ASSERT_TRUE(server.Start().ok());
+  HttpClient client;
+  auto result = std::make_shared<AsyncResult>();
+  std::promise<void> first;
+  auto handle = client.StreamAsync({.url = BaseUrl(server) + "/forever"},
+                                   {.on_body = [&first](std::string_view) {
+                                     first.set_value();
+                                     return true;
+                                   }},
+                                   [result](StatusOr<int> s) { result->done.set_value(std::move(s)); });
+  ASSERT_EQ(first.get_future().wait_for(kTestWait), std::future_status::ready);
+  handle->Cancel();
+  auto f = result->done.get_future();
+  ASSERT_EQ(f.wait_for(kTestWait), std::future_status::ready);
+  EXPECT_EQ(f.get().status().code(), StatusCode::kCancelled);
+  EXPECT_EQ(gone.get_future().wait_for(kTestWait), std::future_status::ready);
+}
+
+// A proxy route whose upstream client runs on the proxy server's own io
+// threads: many concurrent requests, each relayed, on pooled connections.
+TEST(HttpClientAsyncTest, ClientOnServerIoThreadsRelaysConcurrentRequests) {
+  HttpServer upstream(TestServerOptions());
+  upstream.RouteInline(HttpMethod::kPost, "/echo", [](const HttpRequest& r) { return JsonResponse(200, r.body); });
+  ASSERT_TRUE(upstream.Start().ok());
+  HttpServerOptions proxy_options = TestServerOptions();
+  proxy_options.io_threads = 3;
+  HttpServer proxy(proxy_options);
+  HttpClient relay(proxy);
+  const std::string target = BaseUrl(upstream) + "/echo";
+  proxy.RouteStreaming(HttpMethod::kPost, "/relay", [&](HttpRequest r, std::shared_ptr<ResponseWriter> w) {
+    auto body = std::make_shared<std::string>();
+    relay.StreamAsync({.method = HttpMethod::kPost, .url = target, .body = r.body},
+                      {.on_body = [body](std::string_view c) {
+                        body->append(c);
+                        return true;
+                      }},
+                      [w, body](StatusOr<int> s) {
+                        w->Send(s.ok() ? JsonResponse(*s, *body) : ErrorResponse(s.status()));
+                      });
+  });
+  ASSERT_TRUE(proxy.Start().ok());
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      HttpClient client;
+      for (int i = 0; i < 50; ++i) {
+        std::string body = "{\"t\":" + std::to_string(t) + ",\"i\":" + std::to_string(i) + "}";
+        auto r = client.Request({.method = HttpMethod::kPost, .url = BaseUrl(proxy) + "/relay", .body = body});
+        if (r.ok() && r->status == 200 && r->body == body) ++ok;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(ok.load(), 400);
+  // Connections were pooled: at most one per concurrent request.
+  EXPECT_LE(relay.connections_opened(), 8u);
+}
+
+}  // namespace
+}  // namespace omni
