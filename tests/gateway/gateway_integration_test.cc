@@ -16,6 +16,7 @@
 
 #include "child_process.h"
 #include "net/http_client.h"
+#include "net/http_server.h"
 
 namespace omni {
 namespace {
@@ -34,6 +35,9 @@ struct Replica {
 class GatewayIntegrationTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    // Four replicas share this machine's cores: one OpenMP thread each, or
+    // their spinning thread teams starve one another.
+    setenv("OMP_NUM_THREADS", "1", 1);
     dir_ = new std::string(::testing::TempDir() + "omni-gateway-" + std::to_string(getpid()));
     std::filesystem::create_directories(*dir_);
     Child make({"make-demo-model", "--component", "llm", "--out", *dir_ + "/model"});
@@ -211,36 +215,32 @@ TEST_F(GatewayIntegrationTest, KilledReplicaIsEjectedRequestsRetriedAndReadmitte
   std::atomic<bool> stop{false};
   std::atomic<int> ok{0}, failed{0};
   std::vector<std::thread> load;
-  for (int t = 0; t < 6; ++t) {
+  for (int t = 0; t < 12; ++t) {
     load.emplace_back([&, t] {
       HttpClient c;
       for (int i = 0; !stop; ++i) {
         int status = 0;
-        Chat(c, "load " + std::to_string(t) + " " + std::to_string(i), 2, &status);
+        // Long enough answers that requests are in flight on the replica when it dies.
+        Chat(c, "load " + std::to_string(t) + " " + std::to_string(i), 48, &status);
         (status == 200 ? ok : failed)++;
       }
     });
   }
-  usleep(500'000);
+  // Kill once requests are flowing, then keep the load on until another 24
+  // have completed (a liveness bound, not a speed one).
+  for (int t = 0; t < 600 && ok.load() < 12; ++t) usleep(50'000);
   kill((*replicas_)[victim].process->pid(), SIGKILL);
   (*replicas_)[victim].process->Wait();
-  const int failed_at_kill = failed.load();
-  usleep(1'500'000);
+  const int ok_at_kill = ok.load();
+  for (int t = 0; t < 1200 && ok.load() < ok_at_kill + 24; ++t) usleep(50'000);
   stop = true;
   for (auto& th : load) th.join();
-  EXPECT_GT(ok.load(), 20);
+  EXPECT_GE(ok.load(), ok_at_kill + 24);
   // Non-streamed requests send nothing to the client before the answer is
-  // complete, so every one of them must have been retried elsewhere.
-  EXPECT_EQ(failed.load(), 0) << "failed at kill: " << failed_at_kill;
+  // complete, so every one of them, including those the dead replica held,
+  // must have been retried elsewhere.
+  EXPECT_EQ(failed.load(), 0);
   EXPECT_TRUE(WaitHealthy(client, address, false));
-  // The retry path was taken: requests that were on, or picked for, the
-  // dead replica moved to another one.
-  auto after_kill = client.Request({.url = *base_ + "/metrics"});
-  ASSERT_TRUE(after_kill.ok());
-  std::smatch retried;
-  ASSERT_TRUE(std::regex_search(after_kill->body, retried, std::regex(R"(gateway_retries_total\{pool="llm"\} (\d+))")))
-      << after_kill->body;
-  EXPECT_GE(std::stoi(retried[1]), 1);
 
   // Restart on the same port and KV-event address: readmitted.
   StartReplica(victim, (*replicas_)[victim].port);
@@ -256,6 +256,48 @@ TEST_F(GatewayIntegrationTest, KilledReplicaIsEjectedRequestsRetriedAndReadmitte
   ASSERT_TRUE(std::regex_search(metrics->body, after_m, served)) << metrics->body;
   int before = std::regex_search(metrics_before->body, before_m, served) ? std::stoi(before_m[1]) : 0;
   EXPECT_GT(std::stoi(after_m[1]), before);
+}
+
+// Deterministic retry: an endpoint that refuses connections, picked in turn
+// by round-robin (health checks too slow to notice first), must cost the
+// client nothing, and the proxy's failure ejects it.
+TEST_F(GatewayIntegrationTest, UnreachableEndpointIsRetriedAndEjected) {
+  uint16_t dead_port;
+  {
+    HttpServer closed(HttpServerOptions{.port = 0, .access_log = false});
+    ASSERT_TRUE(closed.Start().ok());
+    dead_port = closed.port();
+  }  // nothing listens there now
+  const std::string dead = "127.0.0.1:" + std::to_string(dead_port);
+  std::string config = *dir_ + "/retry.yaml";
+  std::ofstream(config) << "plugins: [{type: health-filter}, {type: round-robin-picker}]\n"
+                        << "schedulingProfiles: [{name: rr, plugins: [{pluginRef: health-filter}, "
+                        << "{pluginRef: round-robin-picker}]}]\n"
+                        << "pools: [{name: llm, role: llm, models: [omni-demo], endpoints: [\"" << dead
+                        << "\", \"127.0.0.1:" << (*replicas_)[1].port << "\"]}]\n";
+  Child gateway({"gateway", "--config", config, "--port", "0", "--health-interval-ms", "60000"});
+  std::string port = gateway.WaitForOutput(std::regex(R"(gateway: listening on http://127\.0\.0\.1:(\d+))"));
+  ASSERT_FALSE(port.empty()) << gateway.output();
+  const std::string base = "http://127.0.0.1:" + port;
+  HttpClient client;
+  Json body = {{"model", "omni-demo"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 2}};
+  for (int i = 0; i < 4; ++i) {
+    auto r = client.Request({.method = HttpMethod::kPost, .url = base + "/v1/chat/completions", .headers = {},
+                             .body = body.dump()});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->status, 200) << r->body;
+  }
+  auto metrics = client.Request({.url = base + "/metrics"});
+  ASSERT_TRUE(metrics.ok());
+  std::smatch retried;
+  ASSERT_TRUE(std::regex_search(metrics->body, retried, std::regex(R"(gateway_retries_total\{pool="llm"\} (\d+))")))
+      << metrics->body;
+  EXPECT_EQ(retried[1], "1");  // the first pick of the dead endpoint; then it was ejected
+  auto debug = client.Request({.url = base + "/debug/endpoints"});
+  ASSERT_TRUE(debug.ok());
+  Json d = Json::parse(debug->body);
+  EXPECT_EQ(d["pools"][0]["router"]["endpoints"][0]["address"], dead);
+  EXPECT_EQ(d["pools"][0]["router"]["endpoints"][0]["healthy"], false) << debug->body;
 }
 
 }  // namespace
