@@ -208,27 +208,21 @@ Tensor HyperClovaxModel::AttentionBlock(const Layer& layer, int64_t index, const
   Tensor v = HeadsView(qkv, (hq + hkv) * d, hkv * d, d);                              // [T, hkv, d]
   const Tensor& k_cache = kv.k[index];
   const Tensor& v_cache = kv.v[index];
-  Tensor out = Tensor::Empty({total, hq, d}, DType::kF32);
-  ops::AttentionParams params;
-  params.scale = attention_scale_;
-  params.mask.causal = true;
+  std::vector<ops::PagedSequence> sequences;
+  sequences.reserve(batch.sequences.size());
   int64_t offset = 0;
   for (const BatchSequence& s : batch.sequences) {
-    const int64_t n = s.num_tokens, end = s.start_position + n;
+    const int64_t n = s.num_tokens;
     WriteKvSlots(k_cache, s.block_table, s.start_position, k.Slice(0, offset, offset + n));
     WriteKvSlots(v_cache, s.block_table, s.start_position, v.Slice(0, offset, offset + n));
-    // The sequence's whole context is read back from the cache, so a prefix
-    // computed earlier and the tokens of this step are seen alike (same dtype
-    // rounding whether or not the prefix came from a cache hit).
-    Tensor keys = GatherKvSlots(k_cache, s.block_table, end);
-    Tensor values = GatherKvSlots(v_cache, s.block_table, end);
-    Tensor qs = q.Slice(0, offset, offset + n);
-    if (qs.dtype() != keys.dtype()) qs = qs.To(keys.dtype());
-    params.mask.q_offset = s.start_position;
-    Tensor o = ops::Attention(qs, keys, values, params).To(DType::kF32);  // [n, hq, d]
-    std::memcpy(out.data<float>() + offset * hq * d, o.data<float>(), o.nbytes());
+    sequences.push_back({.num_queries = n, .start_position = s.start_position, .block_table = s.block_table});
     offset += n;
   }
+  // Every sequence's whole context is read back from the cache, so a prefix
+  // computed earlier and the tokens of this step are seen alike (same dtype
+  // rounding whether or not the prefix came from a cache hit).
+  if (q.dtype() != k_cache.dtype()) q = q.To(k_cache.dtype());
+  Tensor out = ops::PagedAttention(q, k_cache, v_cache, sequences, attention_scale_).To(DType::kF32);  // [T, hq, d]
   return layer.o_proj.Forward(out.Reshape({total, hq * d}));
 }
 

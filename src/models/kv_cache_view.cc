@@ -1,6 +1,5 @@
 #include "models/kv_cache_view.h"
 
-#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -48,20 +47,6 @@ void WriteKvSlots(const Tensor& cache, std::span<const int32_t> block_table, int
     const int64_t slot = block_table[pos / kKvBlockSize] * kKvBlockSize + pos % kKvBlockSize;
     std::memcpy(dst + slot * row_bytes, from + i * row_bytes, row_bytes);
   }
-}
-
-Tensor GatherKvSlots(const Tensor& cache, std::span<const int32_t> block_table, int64_t length) {
-  Tensor out = Tensor::Empty({length, cache.dim(2), cache.dim(3)}, cache.dtype());
-  const size_t row_bytes = static_cast<size_t>(cache.dim(2) * cache.dim(3)) * DTypeSize(cache.dtype());
-  const size_t block_bytes = row_bytes * kKvBlockSize;
-  const auto* src = static_cast<const uint8_t*>(cache.raw_data());
-  auto* dst = static_cast<uint8_t*>(out.raw_data());
-  // Whole blocks are contiguous in the cache: one memcpy per block.
-  for (int64_t pos = 0; pos < length; pos += kKvBlockSize) {
-    const int64_t count = std::min<int64_t>(kKvBlockSize, length - pos);
-    std::memcpy(dst + pos * row_bytes, src + block_table[pos / kKvBlockSize] * block_bytes, row_bytes * count);
-  }
-  return out;
 }
 
 }  // namespace omni::models

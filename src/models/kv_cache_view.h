@@ -41,8 +41,4 @@ Status ValidateKvCacheView(const KvCacheView& view, int64_t num_layers, int64_t 
 // cache's) into the slots of positions start .. start + n - 1.
 void WriteKvSlots(const Tensor& cache, std::span<const int32_t> block_table, int64_t start, const Tensor& rows);
 
-// Copies positions 0 .. length - 1 of a sequence into a contiguous
-// [length, kv_heads, head_dim] tensor in the cache's dtype.
-Tensor GatherKvSlots(const Tensor& cache, std::span<const int32_t> block_table, int64_t length);
-
 }  // namespace omni::models

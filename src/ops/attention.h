@@ -48,6 +48,25 @@ struct AttentionParams {
 // q's dtype. f32 accumulation.
 Tensor Attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionParams& params);
 
+// One sequence of a PagedAttention batch.
+struct PagedSequence {
+  int64_t num_queries = 0;               // its rows of q, after the previous sequences' rows
+  int64_t start_position = 0;            // position of its first query
+  std::span<const int32_t> block_table;  // cache block of positions [b * block_size, (b + 1) * block_size)
+};
+
+// Causal attention of a batch of sequences straight from a paged KV cache:
+// query i of a sequence sits at position start_position + i and sees the
+// keys at positions 0 .. start_position + i, which must already be in the
+// cache. q [T, Hq, D] stacks the sequences' queries in order; k_cache/v_cache
+// [num_blocks, block_size, Hkv, D] (block_size even) in q's dtype. Returns
+// [T, Hq, D] in q's dtype. Each query row comes out bit for bit as from
+// Attention() over the sequence's keys gathered into one tensor, and the same
+// whether its sequence has one query in the batch or many; the whole batch
+// shares one thread team.
+Tensor PagedAttention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                      std::span<const PagedSequence> sequences, float scale);
+
 // cu_seqlens [0, n0, n0+n1, ...] -> segment id per token [total].
 std::vector<int32_t> SegmentIdsFromCuSeqlens(std::span<const int32_t> cu_seqlens);
 

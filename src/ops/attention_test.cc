@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <iterator>
 
+#include "ops/shape_ops.h"
 #include "ops/test_util.h"
 #include "ops/threading.h"
 
@@ -73,8 +76,9 @@ TEST(AttentionTest, CausalAndFullMatchDenseReference) {
   }
 }
 
-// Up to 4 queries take the few-query (decode) kernel: check it under a
-// sliding window with a KV prefix, under segments, and with a tile predicate.
+// A few queries per head take decode-shaped tiles (a KV head's query group
+// in one 16-row tile): check them under a sliding window with a KV prefix,
+// under segments, and with a tile predicate.
 TEST(AttentionTest, FewQueriesWithWindowSegmentsAndPredicate) {
   for (DType dt : {DType::kF32, DType::kBF16}) {
     Tensor q = RandomTensor({3, 4, 48}, dt, 41, -2, 2);
@@ -155,6 +159,97 @@ TEST(AttentionTest, StridedViewsOfFusedQkv) {
   auto vis = [](int64_t i, int64_t j) { return j <= i; };
   EXPECT_LE(RelError(Attention(q, k, v, p), RefAttention(q.Contiguous(), k.Contiguous(), v.Contiguous(), p, vis)),
             1e-2);
+}
+
+// Rows [row0, row0 + n) of a [T, H, D] tensor as one flat vector.
+std::vector<float> Rows(const Tensor& t, int64_t row0, int64_t n) {
+  return t.Slice(0, row0, row0 + n).Contiguous().ToFloats();
+}
+
+// Preemption recomputes a sequence's tokens in a prefill that were decoded
+// one at a time before; the outputs must agree bit for bit, whatever the
+// GQA group (which sets the decode tile) and across KV-tile boundaries.
+TEST(AttentionTest, DecodedRowEqualsItsRowInPrefill) {
+  struct Heads {
+    int64_t hq, hkv;
+  };
+  for (DType dt : {DType::kBF16, DType::kF32}) {
+    for (Heads h : {Heads{16, 4}, Heads{4, 4}, Heads{8, 1}, Heads{32, 1}}) {
+      const int64_t n = 150, d = 64;
+      Tensor q = RandomTensor({n, h.hq, d}, dt, 51, -2, 2);
+      Tensor k = RandomTensor({n, h.hkv, d}, dt, 52, -2, 2);
+      Tensor v = RandomTensor({n, h.hkv, d}, dt, 53);
+      AttentionParams p;
+      p.scale = 0.125f;
+      p.mask.causal = true;
+      Tensor prefill = Attention(q, k, v, p);
+      for (int64_t i : {0, 1, 63, 64, 65, 127, 149}) {
+        p.mask.q_offset = i;
+        Tensor one = Attention(q.Slice(0, i, i + 1), k.Slice(0, 0, i + 1), v.Slice(0, 0, i + 1), p);
+        EXPECT_EQ(Rows(one, 0, 1), Rows(prefill, i, 1)) << DTypeName(dt) << " hq=" << h.hq << " row " << i;
+        if (i >= 2) {  // a 3-token step (chunked prefill or speculative decode)
+          p.mask.q_offset = i - 2;
+          Tensor three = Attention(q.Slice(0, i - 2, i + 1), k.Slice(0, 0, i + 1), v.Slice(0, 0, i + 1), p);
+          EXPECT_EQ(Rows(three, 0, 3), Rows(prefill, i - 2, 3)) << DTypeName(dt) << " hq=" << h.hq << " row " << i;
+        }
+      }
+    }
+  }
+}
+
+// Scatters a [len, H, D] sequence into cache blocks of 16 positions.
+void WriteBlocks(const Tensor& rows, const std::vector<int32_t>& table, Tensor* cache) {
+  const int64_t row_bytes = rows.dim(1) * rows.dim(2) * DTypeSize(rows.dtype());
+  Tensor src = rows.Contiguous();
+  for (int64_t pos = 0; pos < rows.dim(0); ++pos) {
+    std::memcpy(static_cast<uint8_t*>(cache->raw_data()) + (table[pos / 16] * 16 + pos % 16) * row_bytes,
+                static_cast<const uint8_t*>(src.raw_data()) + pos * row_bytes, row_bytes);
+  }
+}
+
+// A batch mixing decode steps and prefill chunks, read from shuffled cache
+// blocks, gives each sequence exactly what Attention() gives on its own
+// contiguous keys.
+TEST(AttentionTest, PagedBatchMatchesContiguousPerSequence) {
+  for (DType dt : {DType::kBF16, DType::kF32}) {
+    const int64_t hq = 8, hkv = 2, d = 64, num_blocks = 40;
+    Tensor k_cache = Tensor::Zeros({num_blocks, 16, hkv, d}, dt);
+    Tensor v_cache = Tensor::Zeros({num_blocks, 16, hkv, d}, dt);
+    struct Seq {
+      int64_t start, n;
+    };
+    const Seq seqs[] = {{0, 1}, {40, 1}, {0, 70}, {100, 30}, {17, 1}};
+    std::vector<std::vector<int32_t>> tables;
+    std::vector<PagedSequence> paged;
+    std::vector<Tensor> keys, values, queries;
+    int32_t next_block = num_blocks - 1;  // hand out blocks from the top, out of order
+    uint32_t seed = 60;
+    for (const Seq& s : seqs) {
+      const int64_t len = s.start + s.n;
+      std::vector<int32_t> table;
+      for (int64_t b = 0; b < (len + 15) / 16; ++b) table.push_back(next_block--);
+      keys.push_back(RandomTensor({len, hkv, d}, dt, seed++, -2, 2));
+      values.push_back(RandomTensor({len, hkv, d}, dt, seed++));
+      queries.push_back(RandomTensor({s.n, hq, d}, dt, seed++, -2, 2));
+      WriteBlocks(keys.back(), table, &k_cache);
+      WriteBlocks(values.back(), table, &v_cache);
+      tables.push_back(std::move(table));
+    }
+    for (size_t i = 0; i < std::size(seqs); ++i) {
+      paged.push_back({.num_queries = seqs[i].n, .start_position = seqs[i].start, .block_table = tables[i]});
+    }
+    Tensor out = PagedAttention(Concat(queries, 0), k_cache, v_cache, paged, 0.125f);
+    int64_t row = 0;
+    for (size_t i = 0; i < std::size(seqs); ++i) {
+      AttentionParams p;
+      p.scale = 0.125f;
+      p.mask.causal = true;
+      p.mask.q_offset = seqs[i].start;
+      EXPECT_EQ(Rows(out, row, seqs[i].n), Attention(queries[i], keys[i], values[i], p).ToFloats())
+          << DTypeName(dt) << " sequence " << i;
+      row += seqs[i].n;
+    }
+  }
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ TEST(LinearTest, MatchesReference) {
       {7, 33, 17, DType::kF32, DType::kF32, true},     {16, 128, 96, DType::kBF16, DType::kBF16, true},
       {5, 77, 65, DType::kBF16, DType::kF32, false},   {3, 48, 40, DType::kF32, DType::kBF16, true},
       {130, 64, 33, DType::kBF16, DType::kBF16, false}, {1, 300, 257, DType::kBF16, DType::kF32, true},
-      // M <= 4 with bf16 weights takes the GEMV path on the packed layout.
+      // M <= 16 with bf16 weights takes the GEMV path on the packed layout.
       {2, 40, 70, DType::kBF16, DType::kBF16, true},    {1, 4096, 64, DType::kBF16, DType::kBF16, false},
   };
   uint32_t seed = 1;

@@ -1,8 +1,9 @@
 // bf16 micro-kernels for attention_cpu.cc, using AVX512-BF16 vdpbf16ps
 // (two bf16 products per f32 lane, twice the f32 FMA rate). Operands are
 // "pair" layouts: a uint32 holds two bf16 values adjacent in the reduction
-// dim (low half first), as vdpbf16ps expects. Included only by
-// attention_cpu.cc, which defines kBq.
+// dim (low half first), as vdpbf16ps expects. kBq, the query-tile width, is
+// a multiple of 16 (one zmm of f32 per 16 queries). Included only by
+// attention_cpu.cc.
 #pragma once
 
 #include <immintrin.h>
@@ -24,28 +25,28 @@ inline uint32_t LoadPair(const uint16_t* p) {
 
 // s[r][0..kBq) = scale * sum_c k[r][c] * q[.][c] for R keys; qt is the
 // pair layout [d/2][kBq] of the query block; k rows are raw bf16.
+// Each (key, query) lane accumulates over the pairs in the same order
+// whatever R and kBq are.
 template <int R, int kBq>
 inline void ScoreRows(const uint16_t* k, int64_t k_stride, const uint32_t* qt, int64_t pairs, float scale,
                       float* s) {
-  static_assert(kBq == 64);
-  __m512 acc[R][4];
+  static_assert(kBq % 16 == 0);
+  constexpr int kNq = kBq / 16;
+  __m512 acc[R][kNq];
   for (int r = 0; r < R; ++r)
-    for (int x = 0; x < 4; ++x) acc[r][x] = _mm512_setzero_ps();
+    for (int x = 0; x < kNq; ++x) acc[r][x] = _mm512_setzero_ps();
   for (int64_t cp = 0; cp < pairs; ++cp) {
     const uint32_t* qrow = qt + cp * kBq;
-    const __m512bh q0 = AsBh(_mm512_loadu_si512(qrow)), q1 = AsBh(_mm512_loadu_si512(qrow + 16));
-    const __m512bh q2 = AsBh(_mm512_loadu_si512(qrow + 32)), q3 = AsBh(_mm512_loadu_si512(qrow + 48));
+    __m512bh q[kNq];
+    for (int x = 0; x < kNq; ++x) q[x] = AsBh(_mm512_loadu_si512(qrow + 16 * x));
     for (int r = 0; r < R; ++r) {
       const __m512bh kb = AsBh(_mm512_set1_epi32(static_cast<int>(LoadPair(k + r * k_stride + 2 * cp))));
-      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], kb, q0);
-      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], kb, q1);
-      acc[r][2] = _mm512_dpbf16_ps(acc[r][2], kb, q2);
-      acc[r][3] = _mm512_dpbf16_ps(acc[r][3], kb, q3);
+      for (int x = 0; x < kNq; ++x) acc[r][x] = _mm512_dpbf16_ps(acc[r][x], kb, q[x]);
     }
   }
   const __m512 sc = _mm512_set1_ps(scale);
   for (int r = 0; r < R; ++r)
-    for (int x = 0; x < 4; ++x) _mm512_storeu_ps(s + r * kBq + 16 * x, _mm512_mul_ps(acc[r][x], sc));
+    for (int x = 0; x < kNq; ++x) _mm512_storeu_ps(s + r * kBq + 16 * x, _mm512_mul_ps(acc[r][x], sc));
 }
 
 // Two rows of 16 bf16 (b may be absent) -> 16 pairs (a[i], b[i]).

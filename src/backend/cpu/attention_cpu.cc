@@ -1,13 +1,24 @@
-// Flash-style attention: for each (head, block of kBq queries) walk the key
+// Flash-style attention: for each query tile (up to kBq rows) walk the key
 // blocks of kBk keys, keeping a running max m, sum l and unnormalised output
 // O per query, so memory is O(kBq x kBk + kBq x d) per thread and the
 // [sq, skv] score matrix never exists.
 //
 // Layout choice: scores are kept transposed, S^T [kBk keys][kBq queries].
-// Q^T [d][kBq] is built once per query block, so the score micro-kernel
-// broadcasts K[j][c] and multiplies 64 queries at a time (4 zmm) with no
-// per-tile transpose, and the softmax statistics of 16 queries live in one
-// vector. K and V rows are read in place (f32) or converted per tile (bf16).
+// Q^T [d][kBq] is built once per query tile, so the score micro-kernel
+// broadcasts K[j][c] and multiplies 16 queries per zmm with no per-tile
+// transpose, and the softmax statistics of 16 queries live in one vector.
+// K and V rows are read in place (f32) or converted per tile (bf16), from a
+// contiguous tensor or straight from a paged cache.
+//
+// Tile shapes: prefill tiles are 64 tokens of one head. A decode step has a
+// query or a few per sequence, so padding each to 64 rows wasted most of the
+// work; instead a 16-row tile holds every head that shares a KV head (GQA),
+// which also reads each K/V tile once for the group. A query row's
+// arithmetic never depends on its tile: each lane of the score, softmax and
+// P x V kernels accumulates on its own, over the same kBk-key tiles in the
+// same order, and key tiles a row cannot see only add exact zeros (p = 0,
+// correction 1). So a token decoded alone and the same token recomputed in
+// a prefill (after preemption) give bit-identical outputs.
 #include "backend/cpu/attention_cpu.h"
 
 #include <omp.h>
@@ -16,6 +27,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "backend/cpu/cpu_common.h"
@@ -30,8 +42,9 @@
 namespace omni::cpu {
 namespace {
 
-constexpr int kBq = 64;  // queries per block: 4 zmm of f32
-constexpr int kBk = 64;  // keys per block
+constexpr int kBq = 64;       // rows of a prefill tile: 4 zmm of f32
+constexpr int kSmallBq = 16;  // rows of a decode tile: 1 zmm
+constexpr int kBk = 64;       // keys per block; fixes every query's summation order
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 enum class TileKind { kSkip, kFull, kPartial };
@@ -95,30 +108,28 @@ class Visibility {
   int64_t nkb_ = 0;
 };
 
-// s[r][0..63] = sum_c k[r][c] * qt[c][0..63] for R keys.
-template <int R>
+// s[r][0..kBq) = sum_c k[r][c] * qt[c][0..kBq) for R keys.
+template <int R, int kBq>
 inline void ScoreRows(const float* k, int64_t k_stride, const float* qt, int64_t d, float* s) {
-  __m512 acc[R][4];
+  constexpr int kNq = kBq / 16;
+  __m512 acc[R][kNq];
   for (int r = 0; r < R; ++r)
-    for (int x = 0; x < 4; ++x) acc[r][x] = _mm512_setzero_ps();
+    for (int x = 0; x < kNq; ++x) acc[r][x] = _mm512_setzero_ps();
   for (int64_t c = 0; c < d; ++c) {
     const float* qrow = qt + c * kBq;
-    __m512 q0 = _mm512_loadu_ps(qrow), q1 = _mm512_loadu_ps(qrow + 16);
-    __m512 q2 = _mm512_loadu_ps(qrow + 32), q3 = _mm512_loadu_ps(qrow + 48);
+    __m512 q[kNq];
+    for (int x = 0; x < kNq; ++x) q[x] = _mm512_loadu_ps(qrow + 16 * x);
     for (int r = 0; r < R; ++r) {
       __m512 kb = _mm512_set1_ps(k[r * k_stride + c]);
-      acc[r][0] = _mm512_fmadd_ps(kb, q0, acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(kb, q1, acc[r][1]);
-      acc[r][2] = _mm512_fmadd_ps(kb, q2, acc[r][2]);
-      acc[r][3] = _mm512_fmadd_ps(kb, q3, acc[r][3]);
+      for (int x = 0; x < kNq; ++x) acc[r][x] = _mm512_fmadd_ps(kb, q[x], acc[r][x]);
     }
   }
   for (int r = 0; r < R; ++r)
-    for (int x = 0; x < 4; ++x) _mm512_storeu_ps(s + r * kBq + 16 * x, acc[r][x]);
+    for (int x = 0; x < kNq; ++x) _mm512_storeu_ps(s + r * kBq + 16 * x, acc[r][x]);
 }
 
 // o[i][c0 .. c0+16*NV) += sum_j pt[j][i] * v[j][...] for R queries.
-template <int R, int NV>
+template <int R, int NV, int kBq>
 inline void AccumulateRows(const float* pt, int64_t kn, const float* v, int64_t v_stride, float* o,
                            int64_t d, __mmask16 tail) {
   __m512 acc[R][NV];
@@ -145,15 +156,16 @@ inline void AccumulateRows(const float* pt, int64_t kn, const float* v, int64_t 
     }
 }
 
-template <int NV>
+template <int NV, int kBq>
 void AccumulateChunk(const float* pt, int64_t kn, const float* v, int64_t v_stride, float* o, int64_t d,
                      int rows, __mmask16 tail) {
   int r = 0;
-  for (; r + 2 <= rows; r += 2) AccumulateRows<2, NV>(pt + r, kn, v, v_stride, o + r * d, d, tail);
-  for (; r < rows; ++r) AccumulateRows<1, NV>(pt + r, kn, v, v_stride, o + r * d, d, tail);
+  for (; r + 2 <= rows; r += 2) AccumulateRows<2, NV, kBq>(pt + r, kn, v, v_stride, o + r * d, d, tail);
+  for (; r < rows; ++r) AccumulateRows<1, NV, kBq>(pt + r, kn, v, v_stride, o + r * d, d, tail);
 }
 
 // O [rows][d] += P (stored as pt [kn][kBq]) x V [kn][d], in chunks of 128 columns.
+template <int kBq>
 void AccumulatePV(const float* pt, int64_t kn, const float* v, int64_t v_stride, float* o, int64_t d, int rows) {
   for (int64_t c0 = 0; c0 < d; c0 += 128) {
     const int64_t width = std::min<int64_t>(128, d - c0);
@@ -162,20 +174,22 @@ void AccumulatePV(const float* pt, int64_t kn, const float* v, int64_t v_stride,
     const float* vc = v + c0;
     float* oc = o + c0;
     switch (nv) {
-      case 1: AccumulateChunk<1>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
-      case 2: AccumulateChunk<2>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
-      case 3: AccumulateChunk<3>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
-      case 4: AccumulateChunk<4>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
-      case 5: AccumulateChunk<5>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
-      case 6: AccumulateChunk<6>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
-      case 7: AccumulateChunk<7>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
-      default: AccumulateChunk<8>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
+      case 1: AccumulateChunk<1, kBq>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
+      case 2: AccumulateChunk<2, kBq>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
+      case 3: AccumulateChunk<3, kBq>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
+      case 4: AccumulateChunk<4, kBq>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
+      case 5: AccumulateChunk<5, kBq>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
+      case 6: AccumulateChunk<6, kBq>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
+      case 7: AccumulateChunk<7, kBq>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
+      default: AccumulateChunk<8, kBq>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
     }
   }
 }
 
-// Per-thread scratch, allocated once per call. The pair buffers (qtb, pp,
-// vp) serve the bf16 path, the f32 ones (qt, k, v) the f32 path.
+// Per-thread scratch for tiles of kBq rows, allocated once per call. The
+// pair buffers (qtb, pp, vp) serve the bf16 path, the f32 ones (qt, k, v)
+// the f32 path.
+template <int kBq>
 struct Scratch {
   std::vector<float> qt, k, v, st, o, m, l, corr;
   std::vector<uint32_t> qtb, pp, vp;
@@ -189,7 +203,8 @@ struct Scratch {
 bool UseBf16Path(const AttentionProblem& p) { return OMNI_ATTENTION_BF16 && p.dtype == DType::kBF16 && p.d % 2 == 0; }
 
 // Online-softmax update of one tile: st [kn][kBq] scores in, probabilities out.
-void SoftmaxTile(float* st, int64_t kn, Scratch& w, int rows, float* o, int64_t d) {
+template <int kBq>
+void SoftmaxTile(float* st, int64_t kn, Scratch<kBq>& w, int rows, float* o, int64_t d) {
   for (int q0 = 0; q0 < kBq; q0 += 16) {
     __m512 mx = _mm512_set1_ps(kNegInf);
     for (int64_t j = 0; j < kn; ++j) mx = _mm512_max_ps(mx, _mm512_loadu_ps(st + j * kBq + q0));
@@ -219,30 +234,44 @@ void SoftmaxTile(float* st, int64_t kn, Scratch& w, int rows, float* o, int64_t 
   }
 }
 
+// The query rows of one tile: tokens [i0, i0 + tokens) x heads
+// [h0, h0 + heads), row r = (token i0 + r / heads, head h0 + r % heads). The
+// heads share one KV head.
+struct TileRows {
+  int64_t h0 = 0, i0 = 0;
+  int heads = 1, tokens = 1;
+
+  int rows() const { return heads * tokens; }
+  int64_t token(int r) const { return i0 + r / heads; }
+  int64_t head(int r) const { return h0 + r % heads; }
+};
+
+template <int kBq>
 class BlockRunner {
  public:
   BlockRunner(const AttentionProblem& p, const Visibility& vis) : p_(p), vis_(vis), bf16_(UseBf16Path(p)) {}
 
-  void Run(int64_t h, int64_t i0, Scratch& w) const {
+  void Run(const TileRows& t, Scratch<kBq>& w) const {
     const int64_t d = p_.d;
-    const int rows = static_cast<int>(std::min<int64_t>(kBq, p_.sq - i0));
-    const int64_t kvh = h / (p_.hq / p_.hkv);
+    const int rows = t.rows();
+    const int64_t kvh = t.h0 / (p_.hq / p_.hkv);
     if (bf16_) {
-      LoadQueryPairs(h, i0, rows, w);
+      LoadQueryPairs(t, w);
     } else {
-      LoadQueries(h, i0, rows, w);
+      LoadQueries(t, w);
     }
     std::fill(w.o.begin(), w.o.end(), 0.f);
     std::fill(w.m.begin(), w.m.end(), kNegInf);
     std::fill(w.l.begin(), w.l.end(), 0.f);
+    const int64_t i0 = t.i0, i1 = t.i0 + t.tokens;
     int64_t kbegin, kend;
-    vis_.KeyRange(i0, i0 + rows, &kbegin, &kend);
+    vis_.KeyRange(i0, i1, &kbegin, &kend);
     for (int64_t j0 = kbegin - kbegin % kBk; j0 < kend; j0 += kBk) {
       const int64_t kn = std::min<int64_t>(kBk, p_.skv - j0);
-      TileKind kind = vis_.Classify(i0, i0 + rows, j0, j0 + kn);
+      TileKind kind = vis_.Classify(i0, i1, j0, j0 + kn);
       if (kind == TileKind::kSkip) continue;
       if (bf16_) {
-        TileBf16(kvh, i0, rows, j0, kn, kind, w);
+        TileBf16(t, kvh, j0, kn, kind, w);
         continue;
       }
       int64_t k_stride, v_stride;
@@ -250,82 +279,110 @@ class BlockRunner {
       const float* v = Rows(p_.v, p_.v_row, p_.v_head, kvh, j0, kn, w.v.data(), &v_stride);
       float* st = w.st.data();
       int64_t j = 0;
-      for (; j + 4 <= kn; j += 4) ScoreRows<4>(k + j * k_stride, k_stride, w.qt.data(), d, st + j * kBq);
-      for (; j < kn; ++j) ScoreRows<1>(k + j * k_stride, k_stride, w.qt.data(), d, st + j * kBq);
-      if (kind == TileKind::kPartial) MaskTile(i0, rows, j0, kn, st);
+      for (; j + 4 <= kn; j += 4) ScoreRows<4, kBq>(k + j * k_stride, k_stride, w.qt.data(), d, st + j * kBq);
+      for (; j < kn; ++j) ScoreRows<1, kBq>(k + j * k_stride, k_stride, w.qt.data(), d, st + j * kBq);
+      if (kind == TileKind::kPartial) MaskTile(t, j0, kn, st);
       SoftmaxTile(st, kn, w, rows, w.o.data(), d);
-      AccumulatePV(st, kn, v, v_stride, w.o.data(), d, rows);
+      AccumulatePV<kBq>(st, kn, v, v_stride, w.o.data(), d, rows);
     }
-    StoreOutput(h, i0, rows, w);
+    StoreOutput(t, w);
   }
 
  private:
+  // Element offset of key j's row (before the head offset) in k or v.
+  int64_t KeyRow(int64_t j, int64_t row) const {
+    if (p_.kv_block_size == 0) return j * row;
+    const int64_t bs = p_.kv_block_size;
+    return (static_cast<int64_t>(p_.kv_block_table[j / bs]) * bs + j % bs) * row;
+  }
+
+  // Keys [j, j + run) with run <= n stored at a fixed row stride: all n
+  // when K/V are contiguous, else up to the end of j's cache block.
+  int64_t RunLength(int64_t j, int64_t n) const {
+    if (p_.kv_block_size == 0) return n;
+    return std::min(n, p_.kv_block_size - j % p_.kv_block_size);
+  }
+
   // One tile on the bf16 path: K and V are read as raw bf16, scores and
-  // softmax stay f32, probabilities are rounded to bf16 for P x V.
-  void TileBf16(int64_t kvh, int64_t i0, int rows, int64_t j0, int64_t kn, TileKind kind, Scratch& w) const {
+  // softmax stay f32, probabilities are rounded to bf16 for P x V. Runs of
+  // a paged cache start at even keys (even block size), so no value pair
+  // straddles two blocks.
+  void TileBf16(const TileRows& t, int64_t kvh, int64_t j0, int64_t kn, TileKind kind, Scratch<kBq>& w) const {
 #if OMNI_ATTENTION_BF16
     namespace kb = attention_bf16;
     const int64_t d = p_.d, dpad = (d + 15) / 16 * 16;
-    const uint16_t* k = static_cast<const uint16_t*>(p_.k) + j0 * p_.k_row + kvh * p_.k_head;
-    const uint16_t* v = static_cast<const uint16_t*>(p_.v) + j0 * p_.v_row + kvh * p_.v_head;
     float* st = w.st.data();
-    int64_t j = 0;
-    for (; j + 4 <= kn; j += 4) kb::ScoreRows<4, kBq>(k + j * p_.k_row, p_.k_row, w.qtb.data(), d / 2, p_.scale, st + j * kBq);
-    for (; j < kn; ++j) kb::ScoreRows<1, kBq>(k + j * p_.k_row, p_.k_row, w.qtb.data(), d / 2, p_.scale, st + j * kBq);
-    if (kind == TileKind::kPartial) MaskTile(i0, rows, j0, kn, st);
-    SoftmaxTile(st, kn, w, rows, w.o.data(), d);
+    for (int64_t j = 0, run; j < kn; j += run) {
+      run = RunLength(j0 + j, kn - j);
+      const uint16_t* k = static_cast<const uint16_t*>(p_.k) + KeyRow(j0 + j, p_.k_row) + kvh * p_.k_head;
+      const uint16_t* v = static_cast<const uint16_t*>(p_.v) + KeyRow(j0 + j, p_.v_row) + kvh * p_.v_head;
+      float* s = st + j * kBq;
+      int64_t r = 0;
+      for (; r + 4 <= run; r += 4)
+        kb::ScoreRows<4, kBq>(k + r * p_.k_row, p_.k_row, w.qtb.data(), d / 2, p_.scale, s + r * kBq);
+      for (; r < run; ++r)
+        kb::ScoreRows<1, kBq>(k + r * p_.k_row, p_.k_row, w.qtb.data(), d / 2, p_.scale, s + r * kBq);
+      kb::PackValues(v, p_.v_row, run, d, dpad, w.vp.data() + (j / 2) * dpad);
+    }
+    if (kind == TileKind::kPartial) MaskTile(t, j0, kn, st);
+    SoftmaxTile(st, kn, w, t.rows(), w.o.data(), d);
     kb::PackProbabilities<kBq>(st, kn, w.pp.data());
-    kb::PackValues(v, p_.v_row, kn, d, dpad, w.vp.data());
-    kb::AccumulatePV<kBq>(w.pp.data(), (kn + 1) / 2, w.vp.data(), dpad, w.o.data(), d, rows);
+    kb::AccumulatePV<kBq>(w.pp.data(), (kn + 1) / 2, w.vp.data(), dpad, w.o.data(), d, t.rows());
 #endif
   }
 
-  // Pair layout [d/2][kBq] of the raw bf16 query block (unscaled: the scale
-  // is applied to the f32 scores); padding queries are zero.
-  void LoadQueryPairs(int64_t h, int64_t i0, int rows, Scratch& w) const {
+  const void* QueryRow(const TileRows& t, int r) const {
+    return AddElems(p_.q, t.token(r) * p_.q_row + t.head(r) * p_.q_head, p_.dtype);
+  }
+
+  // Pair layout [d/2][kBq] of the raw bf16 query rows (unscaled: the scale
+  // is applied to the f32 scores); padding rows are zero.
+  void LoadQueryPairs(const TileRows& t, Scratch<kBq>& w) const {
     std::fill(w.qtb.begin(), w.qtb.end(), 0u);
-    for (int r = 0; r < rows; ++r) {
-      const uint16_t* q = static_cast<const uint16_t*>(p_.q) + (i0 + r) * p_.q_row + h * p_.q_head;
+    for (int r = 0; r < t.rows(); ++r) {
+      const uint16_t* q = static_cast<const uint16_t*>(QueryRow(t, r));
       for (int64_t cp = 0; cp < p_.d / 2; ++cp) std::memcpy(&w.qtb[cp * kBq + r], q + 2 * cp, 4);
     }
   }
 
-  // Q^T [d][kBq], pre-multiplied by the scale; padding queries are zero.
-  void LoadQueries(int64_t h, int64_t i0, int rows, Scratch& w) const {
+  // Q^T [d][kBq], pre-multiplied by the scale; padding rows are zero.
+  void LoadQueries(const TileRows& t, Scratch<kBq>& w) const {
     std::fill(w.qt.begin(), w.qt.end(), 0.f);
     float* tmp = w.o.data();  // free until the tile loop starts
-    for (int r = 0; r < rows; ++r) {
-      ToF32(AddElems(p_.q, (i0 + r) * p_.q_row + h * p_.q_head, p_.dtype), p_.dtype, tmp, p_.d);
+    for (int r = 0; r < t.rows(); ++r) {
+      ToF32(QueryRow(t, r), p_.dtype, tmp, p_.d);
       for (int64_t c = 0; c < p_.d; ++c) w.qt[c * kBq + r] = tmp[c] * p_.scale;
     }
   }
 
-  // kn rows of head kvh starting at j0, as f32 with a row stride.
+  // kn rows of head kvh starting at key j0, as f32 with a row stride: in
+  // place when K/V are contiguous f32, else converted or gathered into buf.
   const float* Rows(const void* base, int64_t row, int64_t head, int64_t kvh, int64_t j0, int64_t kn,
                     float* buf, int64_t* stride) const {
-    const void* first = AddElems(base, j0 * row + kvh * head, p_.dtype);
-    if (p_.dtype == DType::kF32) {
+    if (p_.dtype == DType::kF32 && p_.kv_block_size == 0) {
       *stride = row;
-      return static_cast<const float*>(first);
+      return static_cast<const float*>(base) + j0 * row + kvh * head;
     }
-    for (int64_t j = 0; j < kn; ++j) ToF32(AddElems(first, j * row, p_.dtype), p_.dtype, buf + j * p_.d, p_.d);
+    for (int64_t j = 0; j < kn; ++j) {
+      ToF32(AddElems(base, KeyRow(j0 + j, row) + kvh * head, p_.dtype), p_.dtype, buf + j * p_.d, p_.d);
+    }
     *stride = p_.d;
     return buf;
   }
 
-  void MaskTile(int64_t i0, int rows, int64_t j0, int64_t kn, float* st) const {
+  void MaskTile(const TileRows& t, int64_t j0, int64_t kn, float* st) const {
     for (int64_t j = 0; j < kn; ++j)
-      for (int r = 0; r < rows; ++r)
-        if (!vis_.Allowed(i0 + r, j0 + j)) st[j * kBq + r] = kNegInf;
+      for (int r = 0; r < t.rows(); ++r)
+        if (!vis_.Allowed(t.token(r), j0 + j)) st[j * kBq + r] = kNegInf;
   }
 
-  void StoreOutput(int64_t h, int64_t i0, int rows, Scratch& w) const {
-    for (int r = 0; r < rows; ++r) {
+  void StoreOutput(const TileRows& t, Scratch<kBq>& w) const {
+    for (int r = 0; r < t.rows(); ++r) {
       // A query that sees no key at all gets zeros (PyTorch SDPA gives NaN).
       const float inv = w.l[r] > 0 ? 1.f / w.l[r] : 0.f;
       float* orow = w.o.data() + r * p_.d;
       for (int64_t c = 0; c < p_.d; ++c) orow[c] *= inv;
-      FromF32(orow, p_.out_dtype, AddElems(p_.out, ((i0 + r) * p_.hq + h) * p_.d, p_.out_dtype), p_.d);
+      FromF32(orow, p_.out_dtype, AddElems(p_.out, (t.token(r) * p_.hq + t.head(r)) * p_.d, p_.out_dtype), p_.d);
     }
   }
 
@@ -334,22 +391,65 @@ class BlockRunner {
   const bool bf16_;
 };
 
+// One tile of one problem; `cost` (rows x keys in range) orders the work.
+struct Task {
+  int64_t problem = 0, cost = 0;
+  TileRows tile;
+  bool small = false;  // a kSmallBq-row tile
+};
+
+// Cuts a problem into tiles: few queries per head (decode) become one
+// kSmallBq-row tile per KV head holding its whole query group, anything
+// larger 64-token tiles of one head.
+void AppendTasks(int64_t index, const AttentionProblem& p, const Visibility& vis, std::vector<Task>* tasks) {
+  const int64_t group = p.hq / p.hkv;
+  const bool small = p.sq * group <= kSmallBq;
+  const int heads = small ? static_cast<int>(group) : 1;
+  const int64_t tokens = small ? p.sq : kBq;
+  for (int64_t i0 = 0; i0 < p.sq; i0 += tokens) {
+    for (int64_t h0 = 0; h0 < p.hq; h0 += heads) {
+      const TileRows t{.h0 = h0, .i0 = i0, .heads = heads, .tokens = static_cast<int>(std::min(tokens, p.sq - i0))};
+      int64_t kbegin, kend;
+      vis.KeyRange(t.i0, t.i0 + t.tokens, &kbegin, &kend);
+      tasks->push_back({.problem = index, .cost = t.rows() * std::max<int64_t>(kend - kbegin, 1), .tile = t,
+                        .small = small});
+    }
+  }
+}
+
 }  // namespace
 
-void Attention(const AttentionProblem& p) {
-  const Visibility vis(p);
-  const BlockRunner runner(p, vis);
-  const int64_t nqb = (p.sq + kBq - 1) / kBq;
-  const int64_t tasks = nqb * p.hq;
-#pragma omp parallel num_threads(static_cast<int>(std::min<int64_t>(NumThreads(), tasks)))
+void Attention(std::span<const AttentionProblem> problems) {
+  std::vector<Visibility> vis;
+  vis.reserve(problems.size());
+  std::vector<Task> tasks;
+  for (size_t i = 0; i < problems.size(); ++i) {
+    // Per-thread scratch is sized once, for the first problem.
+    OMNI_CHECK(problems[i].d == problems[0].d && problems[i].dtype == problems[0].dtype)
+        << "attention problems of one call must share head dim and dtype";
+    vis.emplace_back(problems[i]);
+    if (problems[i].sq > 0) AppendTasks(static_cast<int64_t>(i), problems[i], vis.back(), &tasks);
+  }
+  if (tasks.empty()) return;
+  // Longest tiles first (under a causal mask the last query blocks), so
+  // dynamic scheduling balances the short ones at the end.
+  std::stable_sort(tasks.begin(), tasks.end(), [](const Task& a, const Task& b) { return a.cost > b.cost; });
+  const int64_t n = static_cast<int64_t>(tasks.size());
+#pragma omp parallel num_threads(static_cast<int>(std::min<int64_t>(NumThreads(), n)))
   {
-    Scratch w(p.d, UseBf16Path(p));
-    // Last query blocks first: under a causal mask they are the longest, and
-    // dynamic scheduling then balances the short ones at the end.
+    std::optional<Scratch<kBq>> large;
+    std::optional<Scratch<kSmallBq>> small;
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t t = 0; t < tasks; ++t) {
-      const int64_t qb = nqb - 1 - t / p.hq;
-      runner.Run(t % p.hq, qb * kBq, w);
+    for (int64_t i = 0; i < n; ++i) {
+      const Task& t = tasks[i];
+      const AttentionProblem& p = problems[t.problem];
+      if (t.small) {
+        if (!small) small.emplace(p.d, UseBf16Path(p));
+        BlockRunner<kSmallBq>(p, vis[t.problem]).Run(t.tile, *small);
+      } else {
+        if (!large) large.emplace(p.d, UseBf16Path(p));
+        BlockRunner<kBq>(p, vis[t.problem]).Run(t.tile, *large);
+      }
     }
   }
 }

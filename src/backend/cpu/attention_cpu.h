@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "tensor/dtype.h"
@@ -10,7 +11,9 @@ namespace omni::cpu {
 
 struct AttentionProblem {
   // q [sq, hq, d], k/v [skv, hkv, d], out [sq, hq, d] contiguous; the last
-  // dim of q/k/v is contiguous, the others strided (in elements).
+  // dim of q/k/v is contiguous, the others strided (in elements). Paged K/V
+  // (kv_block_size > 0): key j is row kv_block_table[j / kv_block_size] *
+  // kv_block_size + j % kv_block_size of k and v.
   const void* q = nullptr;
   const void* k = nullptr;
   const void* v = nullptr;
@@ -28,8 +31,12 @@ struct AttentionProblem {
   const int32_t* kv_segments = nullptr;  // [skv]
   int64_t block_size = 0;                // if > 0: block_visible[(i/bs)*nkb + j/bs]
   const std::vector<uint8_t>* block_visible = nullptr;
+  int64_t kv_block_size = 0;               // 0: k/v rows are keys 0 .. skv - 1; else even
+  const int32_t* kv_block_table = nullptr;  // [ceil(skv / kv_block_size)] if paged
 };
 
-void Attention(const AttentionProblem& p);
+// Solves every problem (all of one head dim and dtype) with one thread team,
+// so a batch of sequences costs one fork/join.
+void Attention(std::span<const AttentionProblem> problems);
 
 }  // namespace omni::cpu

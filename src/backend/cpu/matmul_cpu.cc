@@ -32,8 +32,13 @@ memory::desc PlainDesc(const Tensor& t, memory::data_type dt) {
 // Our own small-M kernel on oneDNN's packed bf16 layout. oneDNN's brgemm
 // spends M=1 far from memory bandwidth here (a 4096x4096 bf16 GEMV measured
 // 12 GB/s on one core against 20+ for a plain stream); decode is all M=1.
-// It reads the same packed weights, so there is still one copy.
-constexpr int64_t kGemvMaxM = 4;
+// It reads the same packed weights, so there is still one copy. A batched
+// decode step (up to 16 sequences) is still bound by the weight stream: it
+// takes the rows kGemvRows at a time against each weight block, which stays
+// in L2 between the passes. Every row's sum runs over k in the same order
+// whatever M is, so a sequence's logits do not depend on its batch.
+constexpr int64_t kGemvMaxM = 16;
+constexpr int kGemvRows = 4;  // accumulators: 4 rows x 4 zmm
 
 // Where the packed layout BA16a64b2a puts its blocks: weights [K, N] cut
 // into (32 k x 64 n) blocks stored as [16 k-pairs][64 n][2]; `k_block` and
@@ -55,41 +60,61 @@ bool DescribePackedBf16(const memory::desc& md, PackedBf16Layout* out) {
   return d.offset0 == 0;
 }
 
-// out[m][n] = sum_k x[m][k] w[k][n] (+ bias) for m < M <= kGemvMaxM; x rows
-// are bf16 padded to k_padded with zeros. Parallel over 64-column blocks.
+// out[m][nb*64 ..][...] = sum_k x[m][k] w[k][n] (+ bias) for the 64 columns
+// of block nb and m < M <= kGemvRows; x rows are bf16 padded to k_padded
+// with zeros, out rows n apart.
 template <int M>
-void GemvBlocks(const uint16_t* w, const PackedBf16Layout& l, const uint16_t* x, const float* bias, int64_t n,
-                DType out_dtype, void* out) {
+void GemvBlock(const uint16_t* w, const PackedBf16Layout& l, const uint16_t* x, const float* bias, int64_t n,
+               int64_t nb, DType out_dtype, void* out) {
 #ifdef __AVX512BF16__
-  const int64_t n_blocks = (n + 63) / 64, k_pairs_total = l.k_padded / 2;
-#pragma omp parallel for num_threads(NumThreads()) schedule(static)
-  for (int64_t nb = 0; nb < n_blocks; ++nb) {
-    __m512 acc[M][4];
-    for (int m = 0; m < M; ++m)
-      for (int v = 0; v < 4; ++v) acc[m][v] = _mm512_setzero_ps();
-    for (int64_t kp = 0; kp < k_pairs_total; ++kp) {
-      // Pair kp lives in k-block kp / 16 at pair row kp % 16.
-      const uint16_t* blk = w + (kp / 16) * l.k_block + nb * l.n_block + (kp % 16) * 128;
-      __m512bh wv[4];
-      for (int v = 0; v < 4; ++v) wv[v] = (__m512bh)_mm512_loadu_si512(blk + 32 * v);
-      for (int m = 0; m < M; ++m) {
-        uint32_t pair;
-        std::memcpy(&pair, x + m * l.k_padded + 2 * kp, 4);
-        const __m512bh xb = (__m512bh)_mm512_set1_epi32(static_cast<int>(pair));
-        for (int v = 0; v < 4; ++v) acc[m][v] = _mm512_dpbf16_ps(acc[m][v], wv[v], xb);
-      }
-    }
-    const int64_t cols = std::min<int64_t>(64, n - nb * 64);
+  const int64_t k_pairs_total = l.k_padded / 2;
+  __m512 acc[M][4];
+  for (int m = 0; m < M; ++m)
+    for (int v = 0; v < 4; ++v) acc[m][v] = _mm512_setzero_ps();
+  for (int64_t kp = 0; kp < k_pairs_total; ++kp) {
+    // Pair kp lives in k-block kp / 16 at pair row kp % 16.
+    const uint16_t* blk = w + (kp / 16) * l.k_block + nb * l.n_block + (kp % 16) * 128;
+    __m512bh wv[4];
+    for (int v = 0; v < 4; ++v) wv[v] = (__m512bh)_mm512_loadu_si512(blk + 32 * v);
     for (int m = 0; m < M; ++m) {
-      alignas(64) float row[64];
-      for (int v = 0; v < 4; ++v) _mm512_store_ps(row + 16 * v, acc[m][v]);
-      if (bias) {
-        for (int64_t c = 0; c < cols; ++c) row[c] += bias[nb * 64 + c];
-      }
-      FromF32(row, out_dtype, AddElems(out, m * n + nb * 64, out_dtype), cols);
+      uint32_t pair;
+      std::memcpy(&pair, x + m * l.k_padded + 2 * kp, 4);
+      const __m512bh xb = (__m512bh)_mm512_set1_epi32(static_cast<int>(pair));
+      for (int v = 0; v < 4; ++v) acc[m][v] = _mm512_dpbf16_ps(acc[m][v], wv[v], xb);
     }
   }
+  const int64_t cols = std::min<int64_t>(64, n - nb * 64);
+  for (int m = 0; m < M; ++m) {
+    alignas(64) float row[64];
+    for (int v = 0; v < 4; ++v) _mm512_store_ps(row + 16 * v, acc[m][v]);
+    if (bias) {
+      for (int64_t c = 0; c < cols; ++c) row[c] += bias[nb * 64 + c];
+    }
+    FromF32(row, out_dtype, AddElems(out, m * n + nb * 64, out_dtype), cols);
+  }
 #endif
+}
+
+// All M <= kGemvMaxM rows, parallel over 64-column blocks (each one
+// contiguous run of packed weights). Dynamically scheduled: when another
+// process holds a core, the other threads take that thread's blocks instead
+// of waiting for it at the closing barrier.
+void GemvBlocks(const uint16_t* w, const PackedBf16Layout& l, const uint16_t* x, int64_t m, const float* bias,
+                int64_t n, DType out_dtype, void* out) {
+  const int64_t n_blocks = (n + 63) / 64;
+#pragma omp parallel for num_threads(NumThreads()) schedule(dynamic, 1)
+  for (int64_t nb = 0; nb < n_blocks; ++nb) {
+    for (int64_t m0 = 0; m0 < m; m0 += kGemvRows) {
+      const uint16_t* xr = x + m0 * l.k_padded;
+      void* o = AddElems(out, m0 * n, out_dtype);
+      switch (std::min<int64_t>(kGemvRows, m - m0)) {
+        case 1: GemvBlock<1>(w, l, xr, bias, n, nb, out_dtype, o); break;
+        case 2: GemvBlock<2>(w, l, xr, bias, n, nb, out_dtype, o); break;
+        case 3: GemvBlock<3>(w, l, xr, bias, n, nb, out_dtype, o); break;
+        default: GemvBlock<4>(w, l, xr, bias, n, nb, out_dtype, o); break;
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -172,12 +197,7 @@ void CpuLinear::SmallM(const Tensor& x, const Tensor& out) const {
   for (int64_t r = 0; r < m; ++r) std::memcpy(&xp[r * s.layout.k_padded], AddElems(x.raw_data(), r * s.k, DType::kBF16), s.k * 2);
   const uint16_t* w = static_cast<const uint16_t*>(s.packed.get_data_handle());
   const float* bias = s.bias ? static_cast<const float*>(s.bias.get_data_handle()) : nullptr;
-  switch (m) {
-    case 1: GemvBlocks<1>(w, s.layout, xp.data(), bias, s.n, out.dtype(), out.raw_data()); break;
-    case 2: GemvBlocks<2>(w, s.layout, xp.data(), bias, s.n, out.dtype(), out.raw_data()); break;
-    case 3: GemvBlocks<3>(w, s.layout, xp.data(), bias, s.n, out.dtype(), out.raw_data()); break;
-    default: GemvBlocks<4>(w, s.layout, xp.data(), bias, s.n, out.dtype(), out.raw_data()); break;
-  }
+  GemvBlocks(w, s.layout, xp.data(), m, bias, s.n, out.dtype(), out.raw_data());
 }
 
 size_t CpuLinear::packed_bytes() const { return impl_->packed.get_desc().get_size(); }

@@ -25,7 +25,7 @@ class CpuLinear {
   size_t packed_bytes() const;
 
  private:
-  // M <= 4 with packed bf16 weights: our AVX512-BF16 GEMV on the same packed
+  // M <= 16 with packed bf16 weights: our AVX512-BF16 GEMV on the same packed
   // bytes. x [M, K] bf16 contiguous.
   void SmallM(const Tensor& x, const Tensor& out) const;
 
