@@ -21,6 +21,8 @@ packages=(
   # small codec in src/net/msgpack.*: Debian's libmsgpack-dev and
   # libmsgpack-cxx-dev depend on Boost 1.74, which conflicts with 1.81.)
   cppzmq-dev libzmq3-dev
+  # tcmalloc, the omniserve binary's allocator
+  libgoogle-perftools-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev wrk curl nginx-light
   # a real S3 server for the object-store tests: OpenStack Swift with s3api

@@ -82,7 +82,8 @@ int RunGatewayCommand(const GatewayFlags& f) {
   // Upstream exchanges run on the server's io threads: no thread hand-off
   // between a client's request, its upstream call and the reply.
   HttpClient proxy_client(server, HttpClientOptions{.connect_timeout = options.connect_timeout,
-                                                    .max_idle_per_host = 1024});
+                                                    .max_idle_per_host = 1024,
+                                                    .trust_idle_for = std::chrono::milliseconds(250)});
   gateway::GatewayHttpAdapter adapter(*service, proxy_client, poller, registry);
   adapter.RegisterRoutes(server);
   if (Status s = server.Start(); !s.ok()) {

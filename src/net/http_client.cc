@@ -297,22 +297,34 @@ class HttpClient::Impl {
   }
 
   std::unique_ptr<TcpStream> TakeIdle(const std::string& key) {
-    std::lock_guard lock(mu_);
-    auto it = idle_.find(key);
-    while (it != idle_.end() && !it->second.empty()) {
-      std::unique_ptr<TcpStream> s = std::move(it->second.back());
-      it->second.pop_back();
-      if (LooksReusable(*s)) return s;
+    for (;;) {
+      IdleConnection idle;
+      {
+        std::lock_guard lock(mu_);
+        auto it = idle_.find(key);
+        if (it == idle_.end() || it->second.empty()) return nullptr;
+        idle = std::move(it->second.back());
+        it->second.pop_back();
+      }
+      if (std::chrono::steady_clock::now() - idle.since < options_.trust_idle_for || LooksReusable(*idle.stream)) {
+        return std::move(idle.stream);
+      }
     }
-    return nullptr;
   }
 
   void PutIdle(const std::string& key, std::unique_ptr<TcpStream> stream) {
     stream->expires_never();
     std::lock_guard lock(mu_);
     auto& list = idle_[key];
-    if (list.size() < options_.max_idle_per_host) list.push_back(std::move(stream));
+    if (list.size() < options_.max_idle_per_host) {
+      list.push_back({std::move(stream), std::chrono::steady_clock::now()});
+    }
   }
+
+  struct IdleConnection {
+    std::unique_ptr<TcpStream> stream;
+    std::chrono::steady_clock::time_point since;  // when it went back to the pool
+  };
 
   const HttpClientOptions options_;
   std::optional<asio::io_context> owned_ioc_;  // empty when on a server's io threads
@@ -321,7 +333,7 @@ class HttpClient::Impl {
   std::thread thread_;
   std::atomic<uint64_t> opened_{0};
   std::mutex mu_;
-  std::map<std::string, std::vector<std::unique_ptr<TcpStream>>> idle_;  // guarded by mu_
+  std::map<std::string, std::vector<IdleConnection>> idle_;  // guarded by mu_; most recent last
 };
 
 HttpClient::HttpClient(HttpClientOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}

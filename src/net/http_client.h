@@ -24,6 +24,12 @@ namespace omni {
 struct HttpClientOptions {
   std::chrono::milliseconds connect_timeout{5'000};
   size_t max_idle_per_host = 16;           // pooled keep-alive connections per host:port
+  // A pooled connection is checked for a close by the server (one syscall)
+  // before reuse, unless it went back to the pool less than this long ago.
+  // Servers close idle keep-alive connections after seconds and announce
+  // other closes with `Connection: close`, so a busy proxy can skip the check
+  // for recently used connections.
+  std::chrono::milliseconds trust_idle_for{0};
   size_t max_response_bytes = 256u << 20;  // Request() only; Stream() has no limit
   std::string user_agent = "omniserve";
 };

@@ -55,14 +55,30 @@ GatewayHttpAdapter::GatewayHttpAdapter(GatewayService& service, HttpClient& clie
     : service_(service),
       client_(client),
       poller_(poller),
-      requests_(metrics.AddCounter("gateway_requests_total", "Proxied requests by pool, endpoint and outcome.",
-                                   {"pool", "endpoint", "outcome"})),
-      retries_(metrics.AddCounter("gateway_retries_total", "Requests moved to another endpoint.", {"pool"})),
       pick_seconds_(metrics.AddHistogram("gateway_pick_duration_seconds", "Routing and endpoint picking time.", {},
                                          PickBuckets())
-                        .Get()),
-      prefix_score_(metrics.AddHistogram("gateway_prefix_score", "Prefix score of the chosen endpoint.", {"pool"},
-                                         ScoreBuckets())) {}
+                        .Get()) {
+  auto& requests = metrics.AddCounter("gateway_requests_total", "Proxied requests by pool, endpoint and outcome.",
+                                      {"pool", "endpoint", "outcome"});
+  auto& retries = metrics.AddCounter("gateway_retries_total", "Requests moved to another endpoint.", {"pool"});
+  auto& prefix = metrics.AddHistogram("gateway_prefix_score", "Prefix score of the chosen endpoint.", {"pool"},
+                                      ScoreBuckets());
+  rejected_ = &requests.WithLabels({"", "", "rejected"});
+  for (const auto& pool : service.pools()) {
+    const std::string& name = pool->config.name;
+    retries_[pool.get()] = &retries.WithLabels({name});
+    prefix_score_[pool.get()] = &prefix.WithLabels({name});
+    auto& outcomes = outcomes_[pool.get()];
+    for (int e = 0; e < pool->router->size(); ++e) {
+      const std::string& address = pool->router->address(e);
+      outcomes.push_back({&requests.WithLabels({name, address, "ok"}),
+                          &requests.WithLabels({name, address, "upstream_error"}),
+                          &requests.WithLabels({name, address, "retried"}),
+                          &requests.WithLabels({name, address, "error"}),
+                          &requests.WithLabels({name, address, "client_gone"})});
+    }
+  }
+}
 
 void GatewayHttpAdapter::RegisterRoutes(HttpServer& server) {
   for (const char* path :
@@ -83,12 +99,12 @@ void GatewayHttpAdapter::Proxy(HttpRequest request, std::shared_ptr<ResponseWrit
   StatusOr<RoutedRequest> routed = service_.Route(request);
   pick_seconds_.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   if (!routed.ok()) {
-    requests_.WithLabels({"", "", "rejected"}).Inc();
+    rejected_->Inc();
     writer->Send(ErrorResponse(routed.status()));
     return;
   }
   if (routed->decision.prefix_score >= 0) {
-    prefix_score_.WithLabels({routed->pool->config.name}).Observe(routed->decision.prefix_score);
+    prefix_score_.at(routed->pool)->Observe(routed->decision.prefix_score);
   }
   auto call = std::make_shared<Call>();
   call->request = std::move(request);
@@ -156,12 +172,13 @@ void GatewayHttpAdapter::Done(const std::shared_ptr<Call>& call, StatusOr<int> s
       call->writer->Send(HttpResponse{.status = call->status, .headers = call->headers, .body = std::move(call->body)});
     }
     pool.router->Finish(decision.chosen);
-    requests_.WithLabels({pool.config.name, address, call->status < 500 ? "ok" : "upstream_error"}).Inc();
+    Outcomes& outcomes = OutcomesOf(pool, decision.chosen);
+    (call->status < 500 ? outcomes.ok : outcomes.upstream_error)->Inc();
     return;
   }
   if (client_gone) {
     pool.router->Finish(decision.chosen);
-    requests_.WithLabels({pool.config.name, address, "client_gone"}).Inc();
+    OutcomesOf(pool, decision.chosen).client_gone->Inc();
     return;
   }
   const bool unreachable = status.status().code() == StatusCode::kUnavailable;
@@ -170,15 +187,15 @@ void GatewayHttpAdapter::Done(const std::shared_ptr<Call>& call, StatusOr<int> s
       call->next_rank < decision.ranked.size()) {
     OMNI_LOG(kWarn, "gateway: request {} to {} failed ({}); retrying", call->request.request_id, address,
              status.status().message());
-    requests_.WithLabels({pool.config.name, address, "retried"}).Inc();
-    retries_.WithLabels({pool.config.name}).Inc();
+    OutcomesOf(pool, decision.chosen).retried->Inc();
+    retries_.at(&pool)->Inc();
     pool.router->Retarget(decision, decision.ranked[call->next_rank++]);
     call->body.clear();
     Attempt(call);
     return;
   }
   pool.router->Finish(decision.chosen);
-  requests_.WithLabels({pool.config.name, address, "error"}).Inc();
+  OutcomesOf(pool, decision.chosen).error->Inc();
   OMNI_LOG(kWarn, "gateway: request {} to {} failed: {}", call->request.request_id, address,
            status.status().message());
   if (!call->responded) {

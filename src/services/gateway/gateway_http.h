@@ -20,6 +20,8 @@
 #pragma once
 
 #include <memory>
+#include <unordered_map>
+#include <vector>
 
 #include "net/http_client.h"
 #include "net/http_server.h"
@@ -37,7 +39,16 @@ class GatewayHttpAdapter {
 
  private:
   struct Call;
+  // One endpoint's gateway_requests_total children, looked up once.
+  struct Outcomes {
+    Counter* ok;
+    Counter* upstream_error;
+    Counter* retried;
+    Counter* error;
+    Counter* client_gone;
+  };
 
+  Outcomes& OutcomesOf(const PoolState& pool, int endpoint) { return outcomes_.at(&pool)[endpoint]; }
   void Proxy(HttpRequest request, std::shared_ptr<ResponseWriter> writer);
   void Attempt(const std::shared_ptr<Call>& call);
   void Done(const std::shared_ptr<Call>& call, StatusOr<int> status);
@@ -45,10 +56,11 @@ class GatewayHttpAdapter {
   GatewayService& service_;
   HttpClient& client_;
   EndpointPoller& poller_;
-  CounterFamily& requests_;
-  CounterFamily& retries_;
+  Counter* rejected_;
+  std::unordered_map<const PoolState*, std::vector<Outcomes>> outcomes_;  // read-only after construction
+  std::unordered_map<const PoolState*, Counter*> retries_;                // read-only after construction
+  std::unordered_map<const PoolState*, Histogram*> prefix_score_;         // read-only after construction
   Histogram& pick_seconds_;
-  HistogramFamily& prefix_score_;
 };
 
 }  // namespace omni::gateway
