@@ -9,12 +9,17 @@
 # prefix footprint. One run per policy, each on freshly started replicas:
 #   round-robin, random, load-only (queue 2 + kv-utilization 2),
 #   approximate prefix (prefix 3 + queue 2 + kv 2), precise prefix (same, precise).
-# Plus the hit-rate ceiling: one replica with 4 x KV_BLOCKS, no gateway.
+# Plus the hit-rate ceiling: one replica with SINGLE_BLOCKS (room for every
+# conversation), no gateway.
 # Starts and stops only its own processes (by PID).
 set -euo pipefail
 build="${1:-build}"
 bin="$build/omniserve"
-KV_BLOCKS="${KV_BLOCKS:-160}"
+KV_BLOCKS="${KV_BLOCKS:-480}"
+# prefix : queue : kv-utilization weights of the precise policy (the
+# approximate one is llm-d's 3:2:2).
+PRECISE_WEIGHTS="${PRECISE_WEIGHTS:-3 2 2}"
+SINGLE_BLOCKS="${SINGLE_BLOCKS:-4096}"
 CONC="${CONC:-16}"
 REQS="${REQS:-160}"
 WORKLOAD=(--workload multi-turn --num-prefixes "${PREFIXES:-8}" --prefix-len "${PREFIX_LEN:-300}" --input-len 30
@@ -36,7 +41,7 @@ trap 'stop_all; rm -rf "$work"' EXIT
 wait_log() {  # wait_log FILE REGEX -> first group
   for _ in $(seq 1 600); do
     local v
-    v="$(grep -oE "$2" "$1" | head -1 | sed -E "s/$2/\1/" || true)"
+    v="$(grep -oE "$2" "$1" | head -1 | sed -E "s#$2#\1#" || true)"
     [[ -n "$v" ]] && { echo "$v"; return 0; }
     sleep 0.1
   done
@@ -70,8 +75,9 @@ write_config() {  # write_config POLICY FILE
       plugins='[{type: prefix-cache-scorer}, {type: queue-scorer}, {type: kv-cache-utilization-scorer}, {type: max-score-picker}]'
       profile='[{pluginRef: prefix-cache-scorer, weight: 3}, {pluginRef: queue-scorer, weight: 2}, {pluginRef: kv-cache-utilization-scorer, weight: 2}, {pluginRef: max-score-picker}]' ;;
     precise-prefix)
+      read -r wp wq wk <<<"$PRECISE_WEIGHTS"
       plugins='[{type: precise-prefix-cache-scorer}, {type: queue-scorer}, {type: kv-cache-utilization-scorer}, {type: max-score-picker}]'
-      profile='[{pluginRef: precise-prefix-cache-scorer, weight: 3}, {pluginRef: queue-scorer, weight: 2}, {pluginRef: kv-cache-utilization-scorer, weight: 2}, {pluginRef: max-score-picker}]' ;;
+      profile="[{pluginRef: precise-prefix-cache-scorer, weight: $wp}, {pluginRef: queue-scorer, weight: $wq}, {pluginRef: kv-cache-utilization-scorer, weight: $wk}, {pluginRef: max-score-picker}]" ;;
   esac
   {
     echo "plugins: $plugins"
@@ -88,7 +94,8 @@ write_config() {  # write_config POLICY FILE
   } >"$2"
 }
 
-policies=(round-robin random load-only approx-prefix precise-prefix)
+# POLICIES: a subset to run; round-robin is always needed for the ratios.
+read -r -a policies <<<"${POLICIES:-round-robin random load-only approx-prefix precise-prefix}"
 for policy in "${policies[@]}"; do
   start_replicas 4 "$KV_BLOCKS"
   write_config "$policy" "$work/$policy.yaml"
@@ -100,7 +107,7 @@ for policy in "${policies[@]}"; do
     --json "$work/$policy.json" "${WORKLOAD[@]}" >/dev/null
   stop_all
 done
-start_replicas 1 "$((4 * KV_BLOCKS))"
+start_replicas 1 "$SINGLE_BLOCKS"
 "$bin" bench --base-url "http://127.0.0.1:${ports[0]}" --model small --label single-replica \
   --json "$work/single.json" "${WORKLOAD[@]}" >/dev/null
 stop_all
@@ -112,7 +119,7 @@ r = {p: json.load(open(f"{work}/{p}.json"))["results"] for p in policies}
 single = json.load(open(f"{work}/single.json"))["results"]
 ceiling = single["prefix_cache_hit_rate"]
 rr = r["round-robin"]
-print(f"hit-rate ceiling (one replica, 4x KV): {ceiling:.3f}")
+print(f"hit-rate ceiling (one replica holding everything): {ceiling:.3f}")
 print(f"{'policy':15} {'hit rate':>8} {'of ceiling':>10} {'req/s':>7} {'out tok/s':>9} {'vs RR':>6} {'TTFT p50 ms':>11} {'p90 ms':>8} {'failed':>6}")
 for p in policies:
     x = r[p]
