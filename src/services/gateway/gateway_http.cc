@@ -26,6 +26,16 @@ HttpHeaders EndToEnd(const HttpHeaders& in) {
   return out;
 }
 
+// "127.0.0.1:54321" -> "127.0.0.1"; "[::1]:80" -> "::1" (X-Forwarded-For carries the address only).
+std::string_view HostOf(std::string_view remote) {
+  if (remote.starts_with('[')) {
+    size_t close = remote.find(']');
+    return close == std::string_view::npos ? remote : remote.substr(1, close - 1);
+  }
+  size_t colon = remote.rfind(':');
+  return colon == std::string_view::npos ? remote : remote.substr(0, colon);
+}
+
 std::vector<double> ScoreBuckets() { return {0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0}; }
 std::vector<double> PickBuckets() { return {1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 1e-2}; }
 
@@ -130,7 +140,9 @@ void GatewayHttpAdapter::Attempt(const std::shared_ptr<Call>& call) {
                              .body = call->request.body,
                              .timeout = service_.options().request_timeout};
   upstream.headers.Set("x-request-id", call->request.request_id);
-  upstream.headers.Set("x-forwarded-for", call->request.remote_address);
+  std::string forwarded(HostOf(call->request.remote_address));
+  if (auto prior = call->request.headers.Get("x-forwarded-for")) forwarded = std::string(*prior) + ", " + forwarded;
+  upstream.headers.Set("x-forwarded-for", forwarded);
 
   HttpStreamCallbacks callbacks;
   callbacks.on_headers = [call](int status, const HttpHeaders& headers) {
