@@ -2,7 +2,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <cstdio>
+#include <string_view>
 
 #include "models/demo_model.h"
 #include "text/demo_tokenizer.h"
@@ -11,42 +13,33 @@
 namespace omni::cli {
 namespace {
 
-// The LLM presets. "demo" is what `omniserve up` serves: tiny, with the full
+// The sizes of the LLM presets built on the llama-like config with the full
 // Omni vocabulary (byte-level BPE plus every special, vision and audio token).
-// "bench" is big enough for CPU performance work to mean something (hidden
-// 1024, 12 layers). "small" (hidden 512, 6 layers) is for fleet benchmarks
-// that run several replicas on one machine. "llama-like" and "mup" are the two numerics configs the
+struct PresetSize {
+  std::string_view name;
+  int64_t hidden, intermediate, layers, heads, kv_heads, head_dim;
+};
+constexpr PresetSize kPresetSizes[] = {
+    {"demo", 128, 384, 2, 4, 2, 32},       // what `omniserve up` serves: tiny
+    {"small", 512, 1408, 6, 8, 2, 64},     // fleet benchmarks: several replicas on one machine
+    {"bench", 1024, 2816, 12, 16, 4, 64},  // big enough for CPU performance work to mean something
+};
+
+// Those presets, plus "llama-like" and "mup": the two numerics configs the
 // PyTorch goldens use (tests/data/models/).
 StatusOr<models::DemoLlmSpec> PresetSpec(const std::string& preset) {
   if (preset == "llama-like") return models::LlamaLikeDemoSpec();
   if (preset == "mup") return models::MupDemoSpec();
-  models::DemoLlmSpec spec = models::LlamaLikeDemoSpec();
-  spec.max_position_embeddings = 8192;
-  if (preset == "demo") {
-    spec.hidden_size = 128;
-    spec.intermediate_size = 384;
-    spec.num_hidden_layers = 2;
-    spec.num_attention_heads = 4;
-    spec.num_key_value_heads = 2;
-    spec.head_dim = 32;
-    return spec;
-  }
-  if (preset == "small") {
-    spec.hidden_size = 512;
-    spec.intermediate_size = 1408;
-    spec.num_hidden_layers = 6;
-    spec.num_attention_heads = 8;
-    spec.num_key_value_heads = 2;
-    spec.head_dim = 64;
-    return spec;
-  }
-  if (preset == "bench") {
-    spec.hidden_size = 1024;
-    spec.intermediate_size = 2816;
-    spec.num_hidden_layers = 12;
-    spec.num_attention_heads = 16;
-    spec.num_key_value_heads = 4;
-    spec.head_dim = 64;
+  for (const PresetSize& p : kPresetSizes) {
+    if (preset != p.name) continue;
+    models::DemoLlmSpec spec = models::LlamaLikeDemoSpec();
+    spec.max_position_embeddings = 8192;
+    spec.hidden_size = p.hidden;
+    spec.intermediate_size = p.intermediate;
+    spec.num_hidden_layers = p.layers;
+    spec.num_attention_heads = p.heads;
+    spec.num_key_value_heads = p.kv_heads;
+    spec.head_dim = p.head_dim;
     return spec;
   }
   return InvalidArgument("unknown preset '" + preset + "' (demo, small, bench, llama-like, mup)").WithParam("preset");

@@ -6,7 +6,7 @@
 #include <numeric>
 #include <unordered_set>
 
-#include "core/ascii.h"
+#include "core/json_string.h"
 
 namespace omni {
 
@@ -162,44 +162,17 @@ Status HeaderParser::ParseString(std::string* out) {
 }
 
 Status HeaderParser::ParseEscape(std::string* out) {
-  ++pos_;  // the backslash
-  if (AtEnd()) return SyntaxError("unterminated escape");
-  char e = text_[pos_++];
-  switch (e) {
-    case '"': out->push_back('"'); return Status::Ok();
-    case '\\': out->push_back('\\'); return Status::Ok();
-    case '/': out->push_back('/'); return Status::Ok();
-    case 'b': out->push_back('\b'); return Status::Ok();
-    case 'f': out->push_back('\f'); return Status::Ok();
-    case 'n': out->push_back('\n'); return Status::Ok();
-    case 'r': out->push_back('\r'); return Status::Ok();
-    case 't': out->push_back('\t'); return Status::Ok();
-    case 'u': break;
-    default: return SyntaxError("invalid escape '\\" + std::string(1, e) + "'");
+  const size_t backslash = pos_;
+  auto error = DecodeJsonEscape(text_, &pos_, out);
+  if (!error) return Status::Ok();
+  switch (error->kind) {
+    case JsonEscapeError::Kind::kUnterminated: return SyntaxError("unterminated escape");
+    case JsonEscapeError::Kind::kInvalidEscape:
+      return SyntaxError("invalid escape '\\" + std::string(1, text_[backslash + 1]) + "'");
+    case JsonEscapeError::Kind::kInvalidUnicode: return SyntaxError("invalid \\u escape");
+    case JsonEscapeError::Kind::kLoneHighSurrogate: return SyntaxError("unpaired high surrogate in \\u escape");
+    case JsonEscapeError::Kind::kLoneLowSurrogate: return SyntaxError("unpaired low surrogate in \\u escape");
   }
-  auto read_hex4 = [this](uint32_t* v) -> bool {
-    if (text_.size() - pos_ < 4) return false;
-    *v = 0;
-    for (int k = 0; k < 4; ++k) {
-      int h = HexDigitValue(text_[pos_ + k]);
-      if (h < 0) return false;
-      *v = (*v << 4) | static_cast<uint32_t>(h);
-    }
-    pos_ += 4;
-    return true;
-  };
-  uint32_t cp;
-  if (!read_hex4(&cp)) return SyntaxError("invalid \\u escape");
-  if (cp >= 0xDC00 && cp <= 0xDFFF) return SyntaxError("unpaired low surrogate in \\u escape");
-  if (cp >= 0xD800 && cp <= 0xDBFF) {
-    uint32_t low;
-    if (text_.substr(pos_, 2) != "\\u") return SyntaxError("unpaired high surrogate in \\u escape");
-    pos_ += 2;
-    if (!read_hex4(&low)) return SyntaxError("invalid \\u escape");
-    if (low < 0xDC00 || low > 0xDFFF) return SyntaxError("unpaired high surrogate in \\u escape");
-    cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-  }
-  AppendCodePoint(cp, out);
   return Status::Ok();
 }
 

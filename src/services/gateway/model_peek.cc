@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "core/ascii.h"
+#include "core/json_string.h"
 #include "core/utf8.h"
 
 namespace omni {
@@ -87,47 +87,16 @@ class ModelScanner {
 
   // At a backslash inside a string.
   Status ReadEscape(std::string* out) {
-    size_t at = pos_++;
-    if (AtEnd()) return Malformed(pos_, "unterminated string");
-    char c = s_[pos_++];
-    switch (c) {
-      case '"': out->push_back('"'); return Status::Ok();
-      case '\\': out->push_back('\\'); return Status::Ok();
-      case '/': out->push_back('/'); return Status::Ok();
-      case 'b': out->push_back('\b'); return Status::Ok();
-      case 'f': out->push_back('\f'); return Status::Ok();
-      case 'n': out->push_back('\n'); return Status::Ok();
-      case 'r': out->push_back('\r'); return Status::Ok();
-      case 't': out->push_back('\t'); return Status::Ok();
-      case 'u': break;
-      default: return Malformed(at, "invalid escape");
+    auto error = DecodeJsonEscape(s_, &pos_, out);
+    if (!error) return Status::Ok();
+    switch (error->kind) {
+      case JsonEscapeError::Kind::kUnterminated: return Malformed(error->at, "unterminated string");
+      case JsonEscapeError::Kind::kInvalidEscape: return Malformed(error->at, "invalid escape");
+      case JsonEscapeError::Kind::kInvalidUnicode: return Malformed(error->at, "invalid \\u escape");
+      case JsonEscapeError::Kind::kLoneHighSurrogate: return Malformed(error->at, "lone high surrogate in \\u escape");
+      case JsonEscapeError::Kind::kLoneLowSurrogate: return Malformed(error->at, "lone low surrogate in \\u escape");
     }
-    uint32_t cp = 0;
-    if (!ReadHex4(&cp)) return Malformed(at, "invalid \\u escape");
-    if (cp >= 0xDC00 && cp <= 0xDFFF) return Malformed(at, "lone low surrogate in \\u escape");
-    if (cp >= 0xD800 && cp <= 0xDBFF) {
-      uint32_t low = 0;
-      if (s_.substr(pos_, 2) != "\\u") return Malformed(at, "lone high surrogate in \\u escape");
-      pos_ += 2;
-      if (!ReadHex4(&low)) return Malformed(pos_ - 2, "invalid \\u escape");
-      if (low < 0xDC00 || low > 0xDFFF) return Malformed(at, "lone high surrogate in \\u escape");
-      cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-    }
-    AppendCodePoint(cp, out);
     return Status::Ok();
-  }
-
-  bool ReadHex4(uint32_t* out) {
-    if (s_.size() - pos_ < 4) return false;
-    uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) {
-      int d = HexDigitValue(s_[pos_ + i]);
-      if (d < 0) return false;
-      v = v * 16 + static_cast<uint32_t>(d);
-    }
-    pos_ += 4;
-    *out = v;
-    return true;
   }
 
   // Skips the string at pos_ by finding its closing quote: a quote after an

@@ -59,10 +59,10 @@ RouteDecision PoolRouter::Pick(const RouteRequest& request) {
       break;
   }
   // Candidates the filters dropped still serve as last-resort retries.
+  std::vector<bool> ranked(size(), false);
+  for (int e : decision.ranked) ranked[e] = true;
   for (int e = 0; e < size(); ++e) {
-    if (std::find(decision.ranked.begin(), decision.ranked.end(), e) == decision.ranked.end()) {
-      decision.ranked.push_back(e);
-    }
+    if (!ranked[e]) decision.ranked.push_back(e);
   }
   decision.chosen = decision.ranked.front();
   if (!scored.prefix.empty()) {
