@@ -5,6 +5,9 @@
 //  - BM_DecodeBandwidth: a multithreaded streaming sum over 1 GiB (the
 //    machine's read bandwidth) and the M=1 bf16 Linear's weight bytes / time,
 //    cycling 8 layers (256 MiB) so weights come from DRAM, not cache.
+//  - BM_StreamRead: the streaming sum alone.
+//  - BM_DecodeStepGemv: the same for one decode step of the `bench` demo
+//    model's shapes (48 matmuls and the lm_head, 400 MiB).
 //  - BM_AttentionPrefill: causal self-attention, 16 heads x 128 dim, bf16.
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
@@ -17,6 +20,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <vector>
 
+#include "backend/cpu/huge_buffer.h"
 #include "ops/attention.h"
 #include "ops/linear.h"
 #include "ops/threading.h"
@@ -104,10 +108,8 @@ BENCHMARK(BM_LinearVsDnnl)
     ->MinTime(1.0);
 
 // Multithreaded streaming read: GB/s of sum(buffer), best of `passes`.
-double StreamReadGBps(const Tensor& buf, int passes) {
+double StreamReadGBps(const float* data, int64_t n, int passes) {
   double best = 0;
-  const int64_t n = buf.numel();
-  const float* data = buf.data<float>();
   for (int p = 0; p < passes; ++p) {
     auto a = Clock::now();
     float total = 0;
@@ -138,8 +140,12 @@ void BM_DecodeBandwidth(benchmark::State& state) {
   for (auto& l : layers) l.Forward(x);
   // 1 GiB (Tensor storage is 64-byte aligned), touched once so no page
   // faults land in the measurement.
-  Tensor big = Tensor::Empty({int64_t{1} << 28}, DType::kF32);
-  std::fill_n(big.data<float>(), big.numel(), 1.f);
+  // on the same huge pages as the packed weights, so the bound is the best
+  // this machine reads.
+  const int64_t big_n = int64_t{1} << 28;
+  cpu::HugeBuffer big(big_n * sizeof(float));
+  float* big_data = static_cast<float*>(big.data());
+  std::fill_n(big_data, big_n, 1.f);
   // The same decode step written directly against oneDNN, for comparison.
   std::vector<std::unique_ptr<DirectDnnlLinear>> direct;
   for (int i = 0; i < kLayers; ++i) {
@@ -148,7 +154,7 @@ void BM_DecodeBandwidth(benchmark::State& state) {
   double stream_gbps = 0, linear_time = 0, direct_time = 0;
   int64_t calls = 0;
   for (auto _ : state) {
-    stream_gbps = std::max(stream_gbps, StreamReadGBps(big, 1));
+    stream_gbps = std::max(stream_gbps, StreamReadGBps(big_data, big_n, 1));
     auto a = Clock::now();
     for (int rep = 0; rep < 4; ++rep)
       for (auto& l : layers) benchmark::DoNotOptimize(l.Forward(x).raw_data());
@@ -168,6 +174,61 @@ void BM_DecodeBandwidth(benchmark::State& state) {
   state.counters["dnnl_M1_GBps"] = weight_bytes * calls / direct_time / 1e9;
 }
 BENCHMARK(BM_DecodeBandwidth)->Unit(benchmark::kMillisecond)->Iterations(5);
+
+// The streaming bound alone, quick enough to take right before and after a
+// served decode run (bench/llm/run.sh): best of 10 passes over 1 GiB.
+void BM_StreamRead(benchmark::State& state) {
+  const int64_t big_n = int64_t{1} << 28;
+  cpu::HugeBuffer big(big_n * sizeof(float));
+  float* big_data = static_cast<float*>(big.data());
+  std::fill_n(big_data, big_n, 1.f);
+  double best = 0;
+  for (auto _ : state) best = std::max(best, StreamReadGBps(big_data, big_n, 10));
+  state.counters["stream_GBps"] = best;
+}
+BENCHMARK(BM_StreamRead)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// One decode step's matmuls at batch 1 for the `bench` demo model (hidden
+// 1024, 12 layers, q/k/v 16/4/4 heads of 64, MLP 2816, the 72k-token tied
+// lm_head): weight bytes / time over the streaming bound, i.e. the ceiling
+// for decode tokens/s before attention, norms and sampling.
+void BM_DecodeStepGemv(benchmark::State& state) {
+  const int64_t hidden = 1024, inter = 2816, layers = 12, vocab = 73728;
+  const std::vector<std::pair<int64_t, int64_t>> layer_shapes = {
+      {1536, hidden}, {hidden, hidden}, {2 * inter, hidden}, {hidden, inter}};
+  std::vector<ops::Linear> linears;
+  std::vector<Tensor> inputs;
+  double bytes = 0;
+  for (int64_t l = 0; l < layers; ++l) {
+    for (auto [n, k] : layer_shapes) {
+      linears.emplace_back(Filled({n, k}, DType::kBF16, 0.02f));
+      inputs.push_back(Filled({1, k}, DType::kF32, 1.f));
+      bytes += static_cast<double>(linears.back().packed_bytes());
+    }
+  }
+  linears.emplace_back(Filled({vocab, hidden}, DType::kBF16, 0.02f));
+  inputs.push_back(Filled({1, hidden}, DType::kF32, 1.f));
+  bytes += static_cast<double>(linears.back().packed_bytes());
+  const int64_t big_n = int64_t{1} << 28;
+  cpu::HugeBuffer big(big_n * sizeof(float));
+  float* big_data = static_cast<float*>(big.data());
+  std::fill_n(big_data, big_n, 1.f);
+  double stream_gbps = 0, time = 0;
+  int64_t steps = 0;
+  for (auto _ : state) {
+    stream_gbps = std::max(stream_gbps, StreamReadGBps(big_data, big_n, 1));
+    auto a = Clock::now();
+    for (int rep = 0; rep < 4; ++rep, ++steps)
+      for (size_t i = 0; i < linears.size(); ++i) benchmark::DoNotOptimize(linears[i].Forward(inputs[i]).raw_data());
+    time += Seconds(a, Clock::now());
+  }
+  const double gbps = bytes * steps / time / 1e9;
+  state.counters["stream_GBps"] = stream_gbps;
+  state.counters["step_GBps"] = gbps;
+  state.counters["fraction_of_stream"] = gbps / stream_gbps;
+  state.counters["step_ms"] = time / steps * 1e3;
+}
+BENCHMARK(BM_DecodeStepGemv)->Unit(benchmark::kMillisecond)->Iterations(5);
 
 // Causal prefill, 16 query heads, 16 kv heads, head dim 128, bf16.
 void BM_AttentionPrefill(benchmark::State& state) {
