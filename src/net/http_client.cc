@@ -68,58 +68,66 @@ bool LooksReusable(TcpStream& stream) {
 }  // namespace
 
 // The io-thread side of an HttpCallHandle.
-// Each asynchronous exchange runs on a strand, and so does each connection:
-// a pooled connection keeps the strand it was opened on, and the next
-// exchange that takes it runs there, so the connection's operations, its
-// Beast timer and Cancel never run concurrently, however many threads run
-// the io context.
+// Every io context here is run by exactly one thread (the client's own, or
+// one of a server's io threads), so its executor serializes like a strand.
+// An asynchronous exchange runs on the context of the thread that started
+// it and takes pooled connections from that context's pool only: the
+// exchange, its connection's operations, its Beast timer and Cancel never
+// run concurrently, and a proxied request never changes threads.
 class AsyncCall final : public HttpCallHandle, public std::enable_shared_from_this<AsyncCall> {
  public:
-  using Strand = asio::any_io_executor;
-  explicit AsyncCall(Strand strand) : strand_(std::move(strand)) {}
+  using Executor = asio::any_io_executor;
+  explicit AsyncCall(Executor executor) : executor_(std::move(executor)) {}
 
-  const Strand& strand() const { return strand_; }
+  const Executor& executor() const { return executor_; }
 
   void Cancel() override {
     if (cancelled_.exchange(true)) return;
-    asio::post(strand_, [self = shared_from_this()] {
+    asio::post(executor_, [self = shared_from_this()] {
       if (self->stream_ != nullptr) self->stream_->socket().close();
     });
   }
   bool cancelled() const { return cancelled_.load(); }
-  // The connection in use, for Cancel to close; on the strand only.
+  // The connection in use, for Cancel to close; on the executor only.
   void Attach(TcpStream* stream) { stream_ = stream; }
 
  private:
-  Strand strand_;  // the exchange's coroutine and Cancel run on it
+  Executor executor_;  // the exchange's coroutine and Cancel run on it
   std::atomic<bool> cancelled_{false};
-  TcpStream* stream_ = nullptr;  // on the strand only
+  TcpStream* stream_ = nullptr;  // on the executor only
 };
 
 class HttpClient::Impl {
  public:
-  explicit Impl(HttpClientOptions options)
-      : options_(std::move(options)), owned_ioc_(std::in_place), ioc_(*owned_ioc_) {
-    work_.emplace(ioc_.get_executor());
-    thread_ = std::thread([this] { ioc_.run(); });
+  explicit Impl(HttpClientOptions options) : options_(std::move(options)), owned_ioc_(std::in_place, 1) {
+    iocs_.push_back(&*owned_ioc_);
+    pools_.push_back(std::make_unique<Pool>());
+    work_.emplace(owned_ioc_->get_executor());
+    thread_ = std::thread([this] { owned_ioc_->run(); });
   }
-  Impl(asio::io_context& shared, HttpClientOptions options) : options_(std::move(options)), ioc_(shared) {}
+  Impl(const std::vector<std::unique_ptr<asio::io_context>>& shared, HttpClientOptions options)
+      : options_(std::move(options)) {
+    for (const auto& ioc : shared) {
+      iocs_.push_back(ioc.get());
+      pools_.push_back(std::make_unique<Pool>());
+    }
+  }
 
   ~Impl() {
     if (owned_ioc_) {
       work_.reset();
-      ioc_.stop();
+      owned_ioc_->stop();
       thread_.join();
     }
   }
 
   StatusOr<int> Run(const HttpClientRequest& request, const HttpStreamCallbacks& callbacks, size_t body_limit) {
     OMNI_CHECK(owned_ioc_.has_value()) << "a client on a server's io threads is asynchronous only";
-    OMNI_CHECK(!ioc_.get_executor().running_in_this_thread()) << "HttpClient called from its own io thread";
+    OMNI_CHECK(!owned_ioc_->get_executor().running_in_this_thread()) << "HttpClient called from its own io thread";
     OMNI_ASSIGN_OR_RETURN(Url url, ParseUrl(request.url));
     Deadline deadline = std::chrono::steady_clock::now() + request.timeout;
     std::future<AttemptResult> done =
-        asio::co_spawn(ioc_, Exchange(request, url, callbacks, body_limit, deadline), asio::use_future);
+        asio::co_spawn(*owned_ioc_, Exchange(0, request, url, callbacks, body_limit, deadline), asio::use_future);
     AttemptResult r;
     try {
       r = done.get();
@@ -132,17 +140,17 @@ class HttpClient::Impl {
 
   std::shared_ptr<HttpCallHandle> RunAsync(HttpClientRequest request, HttpStreamCallbacks callbacks,
                                            std::function<void(StatusOr<int>)> done) {
+    const size_t ctx = ContextForThisThread();
     auto url = ParseUrl(request.url);
     if (!url.ok()) {
       done(url.status());
-      return std::make_shared<AsyncCall>(ioc_.get_executor());
+      return std::make_shared<AsyncCall>(iocs_[ctx]->get_executor());
     }
-    std::unique_ptr<TcpStream> pooled = TakeIdle(url->HostPort());
-    auto call = std::make_shared<AsyncCall>(pooled != nullptr ? pooled->get_executor()
-                                                              : asio::any_io_executor(asio::make_strand(ioc_)));
+    std::unique_ptr<TcpStream> pooled = TakeIdle(ctx, url->HostPort());
+    auto call = std::make_shared<AsyncCall>(iocs_[ctx]->get_executor());
     Deadline deadline = std::chrono::steady_clock::now() + request.timeout;
-    asio::co_spawn(call->strand(),
-                   OwnedExchange(std::move(request), *std::move(url), std::move(callbacks), deadline, call,
+    asio::co_spawn(call->executor(),
+                   OwnedExchange(ctx, std::move(request), *std::move(url), std::move(callbacks), deadline, call,
                                  std::move(pooled)),
                    [done = std::move(done), call](std::exception_ptr e, AttemptResult r) {
                      if (e) {
@@ -161,23 +169,33 @@ class HttpClient::Impl {
 
  private:
   // Exchange with the arguments owned by the coroutine frame.
-  asio::awaitable<AttemptResult> OwnedExchange(HttpClientRequest request, Url url, HttpStreamCallbacks callbacks,
-                                               Deadline deadline, std::shared_ptr<AsyncCall> call,
-                                               std::unique_ptr<TcpStream> pooled) {
-    co_return co_await Exchange(request, url, callbacks, std::numeric_limits<size_t>::max(), deadline, call.get(),
-                                std::move(pooled));
+  asio::awaitable<AttemptResult> OwnedExchange(size_t ctx, HttpClientRequest request, Url url,
+                                               HttpStreamCallbacks callbacks, Deadline deadline,
+                                               std::shared_ptr<AsyncCall> call, std::unique_ptr<TcpStream> pooled) {
+    co_return co_await Exchange(ctx, request, url, callbacks, std::numeric_limits<size_t>::max(), deadline,
+                                call.get(), std::move(pooled));
   }
 
-  // `pooled`: for an asynchronous call, the idle connection RunAsync took
-  // (this coroutine runs on its strand); synchronous calls take their own.
-  asio::awaitable<AttemptResult> Exchange(const HttpClientRequest& request, const Url& url,
+  // The io context the calling thread runs, if it runs one of ours (a
+  // server io thread starting a proxied call); otherwise the next in turn.
+  size_t ContextForThisThread() {
+    for (size_t i = 0; i < iocs_.size(); ++i) {
+      if (iocs_[i]->get_executor().running_in_this_thread()) return i;
+    }
+    return next_ctx_.fetch_add(1, std::memory_order_relaxed) % iocs_.size();
+  }
+
+  // Runs on io context `ctx` and pools its connections there. `pooled`: for
+  // an asynchronous call, the idle connection RunAsync took; synchronous
+  // calls take their own.
+  asio::awaitable<AttemptResult> Exchange(size_t ctx, const HttpClientRequest& request, const Url& url,
                                           const HttpStreamCallbacks& callbacks, size_t body_limit, Deadline deadline,
                                           AsyncCall* call = nullptr, std::unique_ptr<TcpStream> pooled = nullptr) {
     std::string key = url.HostPort();
     for (int attempt = 0;; ++attempt) {
       // A retry always takes a fresh connection.
       std::unique_ptr<TcpStream> stream =
-          attempt > 0 ? nullptr : (call != nullptr ? std::move(pooled) : TakeIdle(key));
+          attempt > 0 ? nullptr : (call != nullptr ? std::move(pooled) : TakeIdle(ctx, key));
       bool reused = stream != nullptr;
       if (!reused) {
         auto connected = co_await Connect(url, deadline);
@@ -196,7 +214,7 @@ class HttpClient::Impl {
                    (!r.request_sent || IsIdempotent(request.method)) && std::chrono::steady_clock::now() < deadline;
       if (call != nullptr) call->Attach(nullptr);
       if (retry) continue;
-      if (r.status.ok() && r.keep_alive && (call == nullptr || !call->cancelled())) PutIdle(key, std::move(stream));
+      if (r.status.ok() && r.keep_alive && (call == nullptr || !call->cancelled())) PutIdle(ctx, key, std::move(stream));
       co_return r;
     }
   }
@@ -296,13 +314,14 @@ class HttpClient::Impl {
     co_return r;
   }
 
-  std::unique_ptr<TcpStream> TakeIdle(const std::string& key) {
+  std::unique_ptr<TcpStream> TakeIdle(size_t ctx, const std::string& key) {
+    Pool& pool = *pools_[ctx];
     for (;;) {
       IdleConnection idle;
       {
-        std::lock_guard lock(mu_);
-        auto it = idle_.find(key);
-        if (it == idle_.end() || it->second.empty()) return nullptr;
+        std::lock_guard lock(pool.mu);
+        auto it = pool.idle.find(key);
+        if (it == pool.idle.end() || it->second.empty()) return nullptr;
         idle = std::move(it->second.back());
         it->second.pop_back();
       }
@@ -312,10 +331,11 @@ class HttpClient::Impl {
     }
   }
 
-  void PutIdle(const std::string& key, std::unique_ptr<TcpStream> stream) {
+  void PutIdle(size_t ctx, const std::string& key, std::unique_ptr<TcpStream> stream) {
     stream->expires_never();
-    std::lock_guard lock(mu_);
-    auto& list = idle_[key];
+    Pool& pool = *pools_[ctx];
+    std::lock_guard lock(pool.mu);
+    auto& list = pool.idle[key];
     if (list.size() < options_.max_idle_per_host) {
       list.push_back({std::move(stream), std::chrono::steady_clock::now()});
     }
@@ -325,20 +345,27 @@ class HttpClient::Impl {
     std::unique_ptr<TcpStream> stream;
     std::chrono::steady_clock::time_point since;  // when it went back to the pool
   };
+  // The idle connections of one io context. The lock is uncontended on a
+  // server's io threads (each takes from its own pool) and is kept for the
+  // client's own context, where callers' threads start exchanges.
+  struct Pool {
+    std::mutex mu;
+    std::map<std::string, std::vector<IdleConnection>> idle;  // guarded by mu; most recent last
+  };
 
   const HttpClientOptions options_;
   std::optional<asio::io_context> owned_ioc_;  // empty when on a server's io threads
-  asio::io_context& ioc_;
+  std::vector<asio::io_context*> iocs_;        // owned_ioc_, or the server's
+  std::vector<std::unique_ptr<Pool>> pools_;   // one per io context
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::thread thread_;
   std::atomic<uint64_t> opened_{0};
-  std::mutex mu_;
-  std::map<std::string, std::vector<IdleConnection>> idle_;  // guarded by mu_; most recent last
+  std::atomic<size_t> next_ctx_{0};
 };
 
 HttpClient::HttpClient(HttpClientOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 HttpClient::HttpClient(HttpServer& server, HttpClientOptions options)
-    : impl_(std::make_unique<Impl>(server.impl_->ioc_, std::move(options))) {}
+    : impl_(std::make_unique<Impl>(server.impl_->iocs_, std::move(options))) {}
 HttpClient::~HttpClient() = default;
 
 StatusOr<HttpClientResponse> HttpClient::Request(const HttpClientRequest& request) {

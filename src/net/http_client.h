@@ -23,7 +23,9 @@ namespace omni {
 
 struct HttpClientOptions {
   std::chrono::milliseconds connect_timeout{5'000};
-  size_t max_idle_per_host = 16;           // pooled keep-alive connections per host:port
+  // Pooled keep-alive connections per host:port (per io thread for a client
+  // on a server's io threads).
+  size_t max_idle_per_host = 16;
   // A pooled connection is checked for a close by the server (one syscall)
   // before reuse, unless it went back to the pool less than this long ago.
   // Servers close idle keep-alive connections after seconds and announce
@@ -75,9 +77,11 @@ class HttpClient {
  public:
   // Owns one io thread.
   explicit HttpClient(HttpClientOptions options = {});
-  // Runs its I/O on `server`'s io threads instead (no thread of its own), so
-  // a proxy's upstream exchange and its downstream reply share threads with
-  // no hand-off between them. Only StreamAsync may be used, and only while
+  // Runs its I/O on `server`'s io threads instead (no thread of its own): a
+  // call started on an io thread runs on that thread with that thread's
+  // pooled connections, so a proxy's upstream exchange and its downstream
+  // reply never change threads; a call from any other thread takes the io
+  // threads in turn. Only StreamAsync may be used, and only while
   // the server runs; destroy the client before the server.
   HttpClient(HttpServer& server, HttpClientOptions options = {});
   // Requests must have returned before the client is destroyed.

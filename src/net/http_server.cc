@@ -25,6 +25,10 @@ using namespace net_internal;  // NOLINT: the aliases above are private to src/n
 HttpServer::Impl::Impl(HttpServerOptions options) : options_(std::move(options)) {
   OMNI_CHECK_GT(options_.io_threads, 0);
   OMNI_CHECK_GT(options_.worker_threads, 0);
+  for (int i = 0; i < options_.io_threads; ++i) {
+    // Hint 1: one thread runs this context.
+    iocs_.push_back(std::make_unique<asio::io_context>(1));
+  }
   if (options_.metrics == nullptr) owned_metrics_ = std::make_unique<MetricsRegistry>();
   metrics_ = options_.metrics != nullptr ? options_.metrics : owned_metrics_.get();
   requests_total_ = &metrics_->AddCounter("omni_http_requests_total",
@@ -74,7 +78,7 @@ Status HttpServer::Impl::Start() {
   auto address = asio::ip::make_address(options_.host, ec);
   if (ec) return InvalidArgument("bad listen address '" + options_.host + "': " + ec.message());
   tcp::endpoint endpoint(address, options_.port);
-  acceptor_.emplace(asio::make_strand(ioc_));
+  acceptor_.emplace(*iocs_[0]);
   if (acceptor_->open(endpoint.protocol(), ec); ec) return Internal("socket: " + ec.message());
   acceptor_->set_option(asio::socket_base::reuse_address(true), ec);
   if (acceptor_->bind(endpoint, ec); ec) {
@@ -86,12 +90,12 @@ Status HttpServer::Impl::Start() {
   port_ = acceptor_->local_endpoint().port();
 
   workers_ = std::make_unique<ThreadPool>(options_.worker_threads);
-  work_.emplace(ioc_.get_executor());
+  for (auto& ioc : iocs_) work_.push_back(asio::make_work_guard(*ioc));
   asio::co_spawn(acceptor_->get_executor(), AcceptLoop(), asio::detached);
-  for (int i = 0; i < options_.io_threads; ++i) {
-    io_threads_.emplace_back([this] {
+  for (auto& ioc : iocs_) {
+    io_threads_.emplace_back([ioc = ioc.get()] {
       SetOnIoThread(true);
-      ioc_.run();
+      ioc->run();
     });
   }
   {
@@ -104,7 +108,8 @@ Status HttpServer::Impl::Start() {
 
 asio::awaitable<void> HttpServer::Impl::AcceptLoop() {
   for (;;) {
-    auto [ec, socket] = co_await acceptor_->async_accept(asio::make_strand(ioc_), kNoThrow);
+    asio::io_context& target = *iocs_[next_ioc_++ % iocs_.size()];
+    auto [ec, socket] = co_await acceptor_->async_accept(target, kNoThrow);
     if (ec == asio::error::operation_aborted || !acceptor_->is_open()) co_return;
     if (ec) {
       // Out of descriptors or similar: back off instead of spinning.
@@ -189,8 +194,8 @@ void HttpServer::Impl::Shutdown() {
     }
   }
   workers_->Shutdown();  // waits for handlers still running
-  work_.reset();
-  ioc_.stop();
+  work_.clear();
+  for (auto& ioc : iocs_) ioc->stop();
   for (auto& t : io_threads_) t.join();
   io_threads_.clear();
   {
@@ -206,7 +211,7 @@ void HttpServer::Impl::RunUntilSignal() {
     std::lock_guard lock(mu_);
     OMNI_CHECK(state_ != State::kNew) << "RunUntilSignal needs Start() first";
   }
-  auto signals = std::make_shared<asio::signal_set>(ioc_, SIGINT, SIGTERM);
+  auto signals = std::make_shared<asio::signal_set>(*iocs_[0], SIGINT, SIGTERM);
   signals->async_wait([this, signals](const boost::system::error_code& ec, int sig) {
     if (ec) return;
     OMNI_LOG(kInfo, "signal {} received, draining", sig);
@@ -220,7 +225,7 @@ void HttpServer::Impl::RunUntilSignal() {
     std::unique_lock lock(mu_);
     cv_.wait(lock, [&] { return signal_received_ || state_ != State::kRunning; });
   }
-  asio::post(ioc_, [signals] {
+  asio::post(*iocs_[0], [signals] {
     boost::system::error_code ec;
     signals->cancel(ec);
   });

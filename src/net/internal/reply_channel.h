@@ -1,7 +1,7 @@
 // The reply path of one request, shared between the ResponseWriter a handler
 // holds (any thread) and the connection coroutine that writes to the socket
-// (its io strand). No Asio here: the connection supplies a `wake` function
-// that posts to its strand. Private to src/net.
+// (its io thread). No Asio here: the connection supplies a `wake` function
+// that posts to its io context. Private to src/net.
 #pragma once
 
 #include <condition_variable>
@@ -43,7 +43,7 @@ class ReplyChannel {
   void OnGone(std::function<void()> cb);
   const std::string& request_id() const { return request_id_; }
 
-  // Consumer side (the connection's strand).
+  // Consumer side (the connection's io thread).
   std::vector<Item> Take();
   // `bytes` of chunks were written; wakes producers blocked in Write().
   void Consumed(size_t bytes);

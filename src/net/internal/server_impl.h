@@ -24,7 +24,8 @@ namespace omni::net_internal {
 
 // One accepted connection. Lives in a shared_ptr so that Shutdown() and
 // wake-ups posted from other threads can reach it safely; every member is
-// touched only on the connection's strand.
+// touched only on the connection's io thread (each io context is run by
+// exactly one thread, so its executor serializes like a strand).
 struct Connection {
   explicit Connection(tcp::socket socket)
       : stream(std::move(socket)), signal(stream.get_executor()) {}
@@ -89,18 +90,24 @@ class HttpServer::Impl {
   std::unordered_map<uint64_t, std::weak_ptr<Connection>> connections_;  // guarded by mu_
 
   // Declared after the state above so it is destroyed before it: destroying
-  // the io context destroys suspended connection coroutines, whose cleanup
+  // the io contexts destroys suspended connection coroutines, whose cleanup
   // still uses mu_, connections_ and the metrics.
-  net_internal::asio::io_context ioc_;
-  std::optional<net_internal::asio::executor_work_guard<net_internal::asio::io_context::executor_type>> work_;
-  std::optional<net_internal::tcp::acceptor> acceptor_;
+  //
+  // One io context per io thread, each run by that thread alone: a
+  // connection and everything it does (its upstream calls included, see
+  // HttpClient) stay on one thread, with no strand and no cross-thread
+  // wake-up per request. Accepted connections are dealt out round-robin.
+  std::vector<std::unique_ptr<net_internal::asio::io_context>> iocs_;
+  std::vector<net_internal::asio::executor_work_guard<net_internal::asio::io_context::executor_type>> work_;
+  std::optional<net_internal::tcp::acceptor> acceptor_;  // on iocs_[0]
+  size_t next_ioc_ = 0;                                   // on iocs_[0]'s thread
   std::vector<std::thread> io_threads_;
   std::unique_ptr<ThreadPool> workers_;
   uint16_t port_ = 0;
 
  private:
   net_internal::asio::awaitable<void> AcceptLoop();
-  // Runs `fn` on each open connection's strand.
+  // Runs `fn` on each open connection's io thread.
   void ForEachConnection(std::function<void(Connection&)> fn);
   void InstallBuiltinRoutes();
 };
