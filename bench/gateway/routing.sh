@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The headline routing benchmark, in one run (docs/PERFORMANCE.md):
 #   bench/gateway/routing.sh [build-dir]
-# Four `omniserve llm` replicas of the `small` demo model (one OpenMP thread
+# Four `omniserve llm` replicas of the `small` demo model (`--threads 1`
 # each, a KV budget of KV_BLOCKS 16-token blocks each, KV events on) behind
 # `omniserve gateway`, driven by `omniserve bench` with a multi-turn workload
 # where every turn resends the conversation: several system prompts, many
@@ -50,7 +50,7 @@ wait_log() {  # wait_log FILE REGEX -> first group
 start_replicas() {  # start_replicas COUNT BLOCKS: fills $ports and $events
   ports=(); events=()
   for i in $(seq 1 "$1"); do
-    OMP_NUM_THREADS=1 "$bin" llm --model "$work/model" --served-model-name small --port 0 \
+    "$bin" llm --model "$work/model" --served-model-name small --port 0 --threads 1 \
       --num-kv-blocks "$2" --kv-events tcp://127.0.0.1:0 >"$work/replica$i.log" 2>&1 &
     replica_pids+=($!)
   done

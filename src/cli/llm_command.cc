@@ -9,6 +9,7 @@
 #include "core/log.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
+#include "ops/threading.h"
 #include "services/llm/llm_http.h"
 #include "services/llm/llm_service.h"
 #include "engine/kv_event_publisher.h"
@@ -45,10 +46,17 @@ CLI::App* AddLlmCommand(CLI::App& app, LlmFlags* f) {
       ->capture_default_str();
   sub->add_option("--kv-events", f->kv_events, "publish KV-cache events (vLLM ZeroMQ format) on tcp://HOST:PORT");
   sub->add_option("--seed", f->seed, "seed for requests without one")->capture_default_str();
+  sub->add_option("--threads", f->threads,
+                  "compute threads for the model (0: OMP_NUM_THREADS if set, else every core); several "
+                  "replicas on one machine should split the cores between them")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
   return sub;
 }
 
 int RunLlmCommand(const LlmFlags& f) {
+  if (f.threads > 0) ops::SetNumThreads(f.threads);
+  OMNI_LOG(kInfo, "llm: {} compute threads", ops::NumThreads());
   std::unique_ptr<KvEventPublisher> kv_events;
   if (!f.kv_events.empty()) {
     KvEventPublisherOptions kv;

@@ -27,6 +27,7 @@ struct LlmFlags {
   int64_t embedding_cache_bytes = 512ll << 20;
   std::string kv_events;
   int64_t seed = 0;
+  int threads = 0;  // compute threads; 0: OMP_NUM_THREADS, else every core
 };
 
 CLI::App* AddLlmCommand(CLI::App& app, LlmFlags* flags);

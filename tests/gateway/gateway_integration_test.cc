@@ -35,9 +35,6 @@ struct Replica {
 class GatewayIntegrationTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    // Four replicas share this machine's cores: one OpenMP thread each, or
-    // their spinning thread teams starve one another.
-    setenv("OMP_NUM_THREADS", "1", 1);
     dir_ = new std::string(::testing::TempDir() + "omni-gateway-" + std::to_string(getpid()));
     std::filesystem::create_directories(*dir_);
     Child make({"make-demo-model", "--component", "llm", "--out", *dir_ + "/model"});
@@ -72,14 +69,17 @@ class GatewayIntegrationTest : public ::testing::Test {
     delete base_;
   }
 
-  // Starts replica i on `port` ("0": any) and waits until it serves.
+  // Starts replica i on `port` ("0": any) and waits until it serves. Four
+  // replicas share this machine's cores: one compute thread each (--threads),
+  // or their spinning OpenMP teams starve one another.
   static void StartReplica(int i, const std::string& port) {
     Replica& r = (*replicas_)[i];
     r.process = std::make_unique<Child>(std::vector<std::string>{
         "llm", "--model", *dir_ + "/model", "--served-model-name", "omni-demo", "--port", port, "--kv-events",
-        r.kv_events.empty() ? "tcp://127.0.0.1:0" : r.kv_events, "--num-kv-blocks", "256"});
+        r.kv_events.empty() ? "tcp://127.0.0.1:0" : r.kv_events, "--num-kv-blocks", "256", "--threads", "1"});
     r.port = r.process->WaitForOutput(std::regex(R"(llm: listening on http://127\.0\.0\.1:(\d+))"));
     ASSERT_FALSE(r.port.empty()) << r.process->output();
+    ASSERT_EQ(r.process->WaitForOutput(std::regex(R"(llm: (\d+) compute threads)")), "1") << r.process->output();
     if (r.kv_events.empty()) {
       r.kv_events = r.process->WaitForOutput(std::regex(R"(publishing KV events on (tcp://127\.0\.0\.1:\d+))"));
     }
