@@ -170,18 +170,26 @@ SampledToken SampleToken(std::span<const float> logits, const SamplingParams& pa
     ApplyTopK(work, params.top_k);
     ApplyTopP(work, params.top_p);
     ApplyMinP(work, params.min_p);
+    // Inverse-CDF draw over the unnormalized weights e^(l - max), kept in
+    // `work`: single-precision exp (a whole vocabulary per row per step, on
+    // the engine thread) summed in double, then one scan for the target.
     const float max_logit = work[Argmax(work)];
-    std::vector<double> cdf(work.size());
     double total = 0;
-    for (size_t i = 0; i < work.size(); ++i) {
-      total += std::exp(static_cast<double>(work[i] - max_logit));
-      cdf[i] = total;
+    for (float& l : work) {
+      l = std::exp(l - max_logit);
+      total += l;
     }
     const double target = SeededUniform(seed, history.output_tokens.size()) * total;
-    auto it = std::upper_bound(cdf.begin(), cdf.end(), target);
-    // Rounding can leave target == total; fall back to the last token with mass.
-    if (it == cdf.end()) it = std::lower_bound(cdf.begin(), cdf.end(), total);
-    out.token_id = static_cast<int32_t>(it - cdf.begin());
+    int32_t chosen = -1;
+    double cumulative = 0;
+    for (size_t i = 0; i < work.size(); ++i) {
+      if (work[i] == 0.0f) continue;
+      chosen = static_cast<int32_t>(i);  // rounding can leave target at total: the last token with mass
+      cumulative += work[i];
+      if (cumulative > target) break;
+    }
+    OMNI_CHECK_GE(chosen, 0);  // the argmax always has weight 1
+    out.token_id = chosen;
   }
   FillLogprobs(logits, params, &out);
   return out;
