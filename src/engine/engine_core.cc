@@ -175,17 +175,25 @@ Status EngineCore::Step() {
 
 void EngineCore::ProcessLogits(const SchedulerOutput& sched, const Tensor& logits) {
   const float* data = logits.data<float>();
-  int64_t row = 0;
+  // Rows to sample: one per chunk that finished its sequence's prompt or
+  // decoded a token (a mid-prefill chunk has no row).
+  std::vector<Sequence*> sampled;
   for (const ScheduledChunk& c : sched.chunks) {
     scheduler_.OnChunkComputed(c);
-    Sequence* seq = c.seq;
-    if (seq->num_computed_tokens != seq->num_tokens()) continue;  // mid-prefill chunk
-    std::span<const float> row_logits(data + row * vocab_size_, vocab_size_);
-    ++row;
-    SampledToken token =
-        SampleToken(row_logits, seq->params, SamplingHistory{seq->prompt(), seq->output()}, seq->seed);
-    AppendToken(seq, std::move(token));
+    if (c.seq->num_computed_tokens == c.seq->num_tokens()) sampled.push_back(c.seq);
   }
+  // A draw is a pure function of its row, its sequence's history and seed,
+  // so rows are sampled in parallel (a whole vocabulary each; serial, this
+  // was a third of a 16-sequence decode step); tokens are appended in order.
+  std::vector<SampledToken> tokens(sampled.size());
+  const int64_t n = static_cast<int64_t>(sampled.size());
+#pragma omp parallel for schedule(dynamic, 1) if (n > 1)
+  for (int64_t i = 0; i < n; ++i) {
+    const Sequence* seq = sampled[i];
+    std::span<const float> row_logits(data + i * vocab_size_, vocab_size_);
+    tokens[i] = SampleToken(row_logits, seq->params, SamplingHistory{seq->prompt(), seq->output()}, seq->seed);
+  }
+  for (int64_t i = 0; i < n; ++i) AppendToken(sampled[i], std::move(tokens[i]));
 }
 
 void EngineCore::AppendToken(Sequence* seq, SampledToken&& token) {

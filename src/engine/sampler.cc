@@ -173,10 +173,14 @@ SampledToken SampleToken(std::span<const float> logits, const SamplingParams& pa
     // Inverse-CDF draw over the unnormalized weights e^(l - max), kept in
     // `work`: single-precision exp (a whole vocabulary per row per step, on
     // the engine thread) summed in double, then one scan for the target.
+    // Below e^-87 a float is 0 anyway; skipping those also skips expf's slow
+    // underflow path, which most of a vocabulary takes (half the sampler's
+    // time at 16 streams, measured with perf).
     const float max_logit = work[Argmax(work)];
     double total = 0;
     for (float& l : work) {
-      l = std::exp(l - max_logit);
+      const float d = l - max_logit;
+      l = d < -87.0f ? 0.0f : std::exp(d);
       total += l;
     }
     const double target = SeededUniform(seed, history.output_tokens.size()) * total;
