@@ -62,11 +62,11 @@ void CheckFile(const std::string& file, bool sorted_url_query) {
     if (c.contains("session_token")) creds.session_token = c["session_token"];
     const json& want = c["expected"];
     const SigV4Request request = RequestFrom(c);
-    if (c.contains("body")) EXPECT_EQ(Sha256Hex(c["body"].get<std::string>()), request.payload_sha256);
+    if (c.contains("body")) { EXPECT_EQ(Sha256Hex(c["body"].get<std::string>()), request.payload_sha256); }
     if (c["presign_ttl"].get<int>() > 0) {
       SigV4Presigned p = PresignRequest(request, creds, scope, now, std::chrono::seconds(c["presign_ttl"].get<int>()));
       EXPECT_EQ(p.canonical_request, want["canonical_request"]);
-      if (want.contains("string_to_sign")) EXPECT_EQ(p.string_to_sign, want["string_to_sign"]);
+      if (want.contains("string_to_sign")) { EXPECT_EQ(p.string_to_sign, want["string_to_sign"]); }
       EXPECT_EQ(p.signature, want["signature"]);
       std::string url = want["presigned_url"];
       std::string prefix = url.substr(0, url.find('?') + 1);
@@ -80,9 +80,9 @@ void CheckFile(const std::string& file, bool sorted_url_query) {
     } else {
       SigV4Signed s = SignRequest(request, creds, scope, now);
       EXPECT_EQ(s.canonical_request, want["canonical_request"]);
-      if (want.contains("string_to_sign")) EXPECT_EQ(s.string_to_sign, want["string_to_sign"]);
+      if (want.contains("string_to_sign")) { EXPECT_EQ(s.string_to_sign, want["string_to_sign"]); }
       EXPECT_EQ(s.signature, want["signature"]);
-      if (want.contains("authorization")) EXPECT_EQ(s.authorization, want["authorization"]);
+      if (want.contains("authorization")) { EXPECT_EQ(s.authorization, want["authorization"]); }
       EXPECT_EQ(s.amz_date, v["amz_date"]);
     }
   }
