@@ -300,5 +300,38 @@ TEST_F(GatewayIntegrationTest, UnreachableEndpointIsRetriedAndEjected) {
   EXPECT_EQ(d["pools"][0]["router"]["endpoints"][0]["healthy"], false) << debug->body;
 }
 
+// The upstream sees the client's address in X-Forwarded-For, without its
+// port, appended to whatever the client already sent. The backend here is an
+// in-process server that echoes the header it received.
+TEST_F(GatewayIntegrationTest, ForwardsTheClientAddressInXForwardedFor) {
+  HttpServer echo(HttpServerOptions{.port = 0, .access_log = false});
+  echo.RouteInline(HttpMethod::kPost, "/v1/chat/completions", [](const HttpRequest& r) {
+    auto xff = r.headers.Get("x-forwarded-for");
+    return JsonResponse(200, Json{{"xff", xff ? std::string(*xff) : std::string("(none)")}}.dump());
+  });
+  ASSERT_TRUE(echo.Start().ok());
+  std::string config = *dir_ + "/xff.yaml";
+  std::ofstream(config) << "plugins: [{type: round-robin-picker}]\n"
+                        << "schedulingProfiles: [{name: rr, plugins: [{pluginRef: round-robin-picker}]}]\n"
+                        << "pools: [{name: echo, role: llm, models: [echo], endpoints: [\"127.0.0.1:" << echo.port()
+                        << "\"]}]\n";
+  Child gateway({"gateway", "--config", config, "--port", "0"});
+  std::string port = gateway.WaitForOutput(std::regex(R"(gateway: listening on http://127\.0\.0\.1:(\d+))"));
+  ASSERT_FALSE(port.empty()) << gateway.output();
+  HttpClient client;
+  auto call = [&](HttpHeaders headers) {
+    auto r = client.Request({.method = HttpMethod::kPost, .url = "http://127.0.0.1:" + port + "/v1/chat/completions",
+                             .headers = std::move(headers), .body = R"({"model":"echo","messages":[]})"});
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    if (!r.ok()) return std::string();
+    EXPECT_EQ(r->status, 200) << r->body;
+    return Json::parse(r->body, nullptr, false).value("xff", std::string());
+  };
+  EXPECT_EQ(call({}), "127.0.0.1");
+  HttpHeaders prior;
+  prior.Set("X-Forwarded-For", "203.0.113.7, 198.51.100.2");
+  EXPECT_EQ(call(std::move(prior)), "203.0.113.7, 198.51.100.2, 127.0.0.1");
+}
+
 }  // namespace
 }  // namespace omni
