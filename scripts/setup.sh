@@ -11,8 +11,10 @@ packages=(
   # 1.74 lacks; its dev package conflicts with the default 1.74 one, which
   # apt removes when present (see README, "Boost").
   libboost1.81-dev
-  # tensors and ops
-  libdnnl-dev
+  # tensors and ops. oneDNN's CMake config looks for OpenCL (its GPU
+  # runtime), which libdnnl-dev only recommends: without the headers and
+  # loader, find_package(dnnl) fails on a fresh machine.
+  libdnnl-dev ocl-icd-opencl-dev opencl-c-headers
   # core: JSON, YAML, logging, CLI, hashing, crypto
   nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev libxxhash-dev libssl-dev
   # tokenizers: GPT-style pre-tokenizer regexes need Unicode classes and lookahead

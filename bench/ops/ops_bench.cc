@@ -188,12 +188,14 @@ void BM_StreamRead(benchmark::State& state) {
 }
 BENCHMARK(BM_StreamRead)->Unit(benchmark::kMillisecond)->Iterations(1);
 
-// One decode step's matmuls at batch 1 for the `bench` demo model (hidden
-// 1024, 12 layers, q/k/v 16/4/4 heads of 64, MLP 2816, the 72k-token tied
-// lm_head): weight bytes / time over the streaming bound, i.e. the ceiling
-// for decode tokens/s before attention, norms and sampling.
+// One decode step's matmuls for the `bench` demo model (hidden 1024, 12
+// layers, q/k/v 16/4/4 heads of 64, MLP 2816, the 72k-token tied lm_head)
+// at M sequences (Arg): weight bytes / time over the streaming bound, i.e.
+// the ceiling for decode tokens/s before attention, norms and sampling. At
+// M = 16 the step is bound by compute, not by the weight stream.
 void BM_DecodeStepGemv(benchmark::State& state) {
   const int64_t hidden = 1024, inter = 2816, layers = 12, vocab = 73728;
+  const int64_t m = state.range(0);
   const std::vector<std::pair<int64_t, int64_t>> layer_shapes = {
       {1536, hidden}, {hidden, hidden}, {2 * inter, hidden}, {hidden, inter}};
   std::vector<ops::Linear> linears;
@@ -202,12 +204,12 @@ void BM_DecodeStepGemv(benchmark::State& state) {
   for (int64_t l = 0; l < layers; ++l) {
     for (auto [n, k] : layer_shapes) {
       linears.emplace_back(Filled({n, k}, DType::kBF16, 0.02f));
-      inputs.push_back(Filled({1, k}, DType::kF32, 1.f));
+      inputs.push_back(Filled({m, k}, DType::kF32, 1.f));
       bytes += static_cast<double>(linears.back().packed_bytes());
     }
   }
   linears.emplace_back(Filled({vocab, hidden}, DType::kBF16, 0.02f));
-  inputs.push_back(Filled({1, hidden}, DType::kF32, 1.f));
+  inputs.push_back(Filled({m, hidden}, DType::kF32, 1.f));
   bytes += static_cast<double>(linears.back().packed_bytes());
   const int64_t big_n = int64_t{1} << 28;
   cpu::HugeBuffer big(big_n * sizeof(float));
@@ -227,8 +229,9 @@ void BM_DecodeStepGemv(benchmark::State& state) {
   state.counters["step_GBps"] = gbps;
   state.counters["fraction_of_stream"] = gbps / stream_gbps;
   state.counters["step_ms"] = time / steps * 1e3;
+  state.counters["GMACs"] = bytes / 2 * m * steps / time / 1e9;
 }
-BENCHMARK(BM_DecodeStepGemv)->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK(BM_DecodeStepGemv)->Arg(1)->Arg(16)->ArgName("M")->Unit(benchmark::kMillisecond)->Iterations(5);
 
 // Causal prefill, 16 query heads, 16 kv heads, head dim 128, bf16.
 void BM_AttentionPrefill(benchmark::State& state) {
