@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "ops/test_util.h"
 
 namespace omni::ops {
@@ -69,6 +71,26 @@ TEST(LinearTest, LeadingDimsAndStridedWeight) {
   Tensor y = lin.Forward(x);
   ASSERT_EQ(y.shape(), (Shape{2, 3, 10}));
   EXPECT_LE(RelError(y, RefLinear(x, w.Contiguous(), Tensor())), 1e-5);
+}
+
+// A decode step batches up to 16 sequences into one bf16 GEMV; a row's
+// result must not depend on which rows it was batched with, bit for bit
+// (K spans several of the kernel's k-chunks and is not a multiple of 32).
+TEST(LinearTest, SmallBatchRowsMatchSingleRows) {
+  const int64_t k = 1000, n = 200;
+  Tensor w = RandomTensor({n, k}, DType::kBF16, 21);
+  Tensor b = RandomTensor({n}, DType::kF32, 22);
+  Linear lin(w, b);
+  for (int64_t m : {2, 4, 7, 16}) {
+    Tensor x = RandomTensor({m, k}, DType::kF32, 23 + static_cast<uint32_t>(m));
+    Tensor y = lin.Forward(x);
+    EXPECT_LE(RelError(y, RefLinear(x, w, b)), testing::Tolerance(DType::kBF16)) << "m=" << m;
+    for (int64_t r = 0; r < m; ++r) {
+      Tensor one = lin.Forward(x.Slice(0, r, r + 1).Contiguous());
+      ASSERT_EQ(std::memcmp(one.raw_data(), y.Slice(0, r, r + 1).Contiguous().raw_data(), n * sizeof(float)), 0)
+          << "m=" << m << " row " << r;
+    }
+  }
 }
 
 std::vector<double> RefMatMul(const Tensor& a, const Tensor& b) {
