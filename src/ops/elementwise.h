@@ -3,6 +3,8 @@
 // give f32). Binary ops broadcast as numpy does.
 #pragma once
 
+#include <span>
+
 #include "tensor/tensor.h"
 
 namespace omni::ops {
@@ -28,6 +30,12 @@ struct SnakeParams {
 };
 // x [C, T] or [B, C, T].
 Tensor Snake(const Tensor& x, const SnakeParams& params);
+
+// Unnormalized softmax weights in place: v[i] = e^(v[i] - shift), exactly 0
+// where v[i] - shift < -87 (e^-87 is near float's smallest normal). Returns
+// their sum, accumulated in double. Vectorized: a sampler calls it on a whole
+// vocabulary per sequence per step.
+double ExpShiftedInPlace(std::span<float> v, float shift);
 
 // The broadcast shape of a and b (numpy rules); CHECK-fails if incompatible.
 Shape BroadcastShape(const Shape& a, const Shape& b);

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include "ops/shape_ops.h"
 #include "ops/test_util.h"
@@ -141,6 +143,27 @@ TEST(ShapeOpsTest, EmbeddingConcatSplitPermute) {
   ASSERT_EQ(p.shape(), (Shape{4, 2, 3}));
   EXPECT_TRUE(p.is_contiguous());
   EXPECT_EQ(p.GetFloat((3 * 2 + 1) * 3 + 2), a.GetFloat((1 * 3 + 2) * 4 + 3));
+}
+
+// Against double-precision exp: values across the range, -inf, a tail
+// that is not a multiple of 16, and the cut-off below e^-87.
+TEST(ExpShiftedTest, MatchesStdExpAndSums) {
+  std::vector<float> v;
+  for (int i = 0; i < 1003; ++i) v.push_back(-100.f + 0.1f * static_cast<float>(i % 997));
+  v.push_back(-std::numeric_limits<float>::infinity());
+  v.push_back(5.f);
+  const std::vector<float> in = v;
+  const double sum = ExpShiftedInPlace(v, 5.f);
+  double want_sum = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const float d = in[i] - 5.f;  // the shift is applied in float
+    const double want = d < -87.f ? 0.0 : std::exp(static_cast<double>(d));
+    want_sum += want;
+    EXPECT_NEAR(v[i], want, 1e-6 * want) << "i=" << i << " x=" << in[i];
+  }
+  EXPECT_EQ(v.back(), 1.f);  // the shift itself: exactly e^0
+  EXPECT_EQ(v[v.size() - 2], 0.f);
+  EXPECT_NEAR(sum, want_sum, 1e-6 * want_sum);
 }
 
 }  // namespace

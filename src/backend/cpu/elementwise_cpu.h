@@ -23,6 +23,9 @@ void Binary(BinaryKind kind, const Tensor& a, const Tensor& b, const Tensor& out
 // then 1/alpha). log_scale: the parameters hold log values (exp first).
 void Snake(const Tensor& x, const Tensor& alpha, const Tensor& beta, bool log_scale, const Tensor& out);
 
+// v[i] = e^(v[i] - shift), 0 below e^-87; returns the sum. One thread.
+double ExpShifted(std::span<float> v, float shift);
+
 // x, out [rows, d] contiguous; weight/bias [d] f32 or undefined.
 void RmsNorm(const Tensor& x, const Tensor& weight, float eps, float weight_offset, const Tensor& out);
 void LayerNorm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps, const Tensor& out);
