@@ -54,10 +54,10 @@ Tensor Scale(const Tensor& x, float factor) { return RunUnary(cpu::UnaryKind::kS
 Tensor Gelu(const Tensor& x, GeluApprox approx) {
   return RunUnary(approx == GeluApprox::kTanh ? cpu::UnaryKind::kGeluTanh : cpu::UnaryKind::kGeluErf, x);
 }
-double ExpShiftedInPlace(std::span<float> v, float shift) { return cpu::ExpShifted(v, shift); }
-
 Tensor Silu(const Tensor& x) { return RunUnary(cpu::UnaryKind::kSilu, x); }
 Tensor Tanh(const Tensor& x) { return RunUnary(cpu::UnaryKind::kTanh, x); }
+
+double ExpShiftedInPlace(std::span<float> v, float shift) { return cpu::ExpShifted(v, shift); }
 
 Tensor SwiGlu(const Tensor& gate, const Tensor& up) {
   OMNI_CHECK(gate.shape() == up.shape()) << gate.DebugString() << " vs " << up.DebugString();

@@ -75,7 +75,8 @@ TEST(LinearTest, LeadingDimsAndStridedWeight) {
 
 // A decode step batches up to 16 sequences into one bf16 GEMV; a row's
 // result must not depend on which rows it was batched with, bit for bit
-// (K spans several of the kernel's k-chunks and is not a multiple of 32).
+// (K spans several 32-wide k blocks of the packed layout and is not a
+// multiple of 32).
 TEST(LinearTest, SmallBatchRowsMatchSingleRows) {
   const int64_t k = 1000, n = 200;
   Tensor w = RandomTensor({n, k}, DType::kBF16, 21);

@@ -44,17 +44,14 @@ inline __m512 Silu16(__m512 x) {
   return _mm512_div_ps(x, _mm512_add_ps(one, Exp16(_mm512_sub_ps(_mm512_setzero_ps(), x))));
 }
 
-// a[i] = kind(a[i], b[i]) over n floats; SwiGLU vectorized.
-void ApplyRow(BinaryKind kind, float* a, const float* b, int64_t n) {
-  if (kind == BinaryKind::kSwiGlu) {
-    for (int64_t i = 0; i < n; i += 16) {
-      const __mmask16 m = TailMask(n - i);
-      const __m512 g = _mm512_maskz_loadu_ps(m, a + i);
-      _mm512_mask_storeu_ps(a + i, m, _mm512_mul_ps(Silu16(g), _mm512_maskz_loadu_ps(m, b + i)));
-    }
-    return;
+// a[i] = silu(a[i]) * (mul ? mul[i] : 1) over n floats.
+void SiluRow(float* a, const float* mul, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = TailMask(n - i);
+    __m512 y = Silu16(_mm512_maskz_loadu_ps(m, a + i));
+    if (mul) y = _mm512_mul_ps(y, _mm512_maskz_loadu_ps(m, mul + i));
+    _mm512_mask_storeu_ps(a + i, m, y);
   }
-  for (int64_t i = 0; i < n; ++i) a[i] = Apply(kind, a[i], b[i]);
 }
 
 // Loads n elements at `stride` (0 = broadcast) as f32.
@@ -101,10 +98,7 @@ void Unary(UnaryKind kind, const Tensor& x, const Tensor& out, float arg) {
     const int64_t len = std::min(kChunk, n - c0);
     ToF32(AddElems(x.raw_data(), c0, x.dtype()), x.dtype(), buf, len);
     if (kind == UnaryKind::kSilu) {
-      for (int64_t i = 0; i < len; i += 16) {
-        const __mmask16 m = TailMask(len - i);
-        _mm512_mask_storeu_ps(buf + i, m, Silu16(_mm512_maskz_loadu_ps(m, buf + i)));
-      }
+      SiluRow(buf, nullptr, len);
     } else {
       for (int64_t i = 0; i < len; ++i) buf[i] = Apply(kind, buf[i], arg);
     }
@@ -134,7 +128,11 @@ void Binary(BinaryKind kind, const Tensor& a, const Tensor& b, const Tensor& out
       const int64_t len = std::min(kChunk, inner - c0);
       LoadStrided(AddElems(a.raw_data(), oa + c0 * ia, a.dtype()), a.dtype(), ia, fa, len);
       LoadStrided(AddElems(b.raw_data(), ob + c0 * ib, b.dtype()), b.dtype(), ib, fb, len);
-      ApplyRow(kind, fa, fb, len);
+      if (kind == BinaryKind::kSwiGlu) {
+        SiluRow(fa, fb, len);
+      } else {
+        for (int64_t i = 0; i < len; ++i) fa[i] = Apply(kind, fa[i], fb[i]);
+      }
       FromF32(fa, out.dtype(), AddElems(out.raw_data(), row * inner + c0, out.dtype()), len);
     }
   }

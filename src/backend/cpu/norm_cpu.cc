@@ -96,15 +96,7 @@ void Softmax(const Tensor& x, const Tensor& out) {
       float mx = -INFINITY;
       for (int64_t i = 0; i < d; ++i) mx = std::max(mx, buf[i]);
       if (mx == -INFINITY) mx = 0;  // all -inf: exp gives 0, the row becomes 0/0 = NaN as in PyTorch
-      __m512 sum = _mm512_setzero_ps();
-      for (int64_t i = 0; i < d; i += 16) {
-        const __mmask16 m = TailMask(d - i);
-        __m512 e = Exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, buf.data() + i), _mm512_set1_ps(mx)));
-        e = _mm512_maskz_mov_ps(m, e);
-        _mm512_mask_storeu_ps(buf.data() + i, m, e);
-        sum = _mm512_add_ps(sum, e);
-      }
-      const float inv = 1.f / _mm512_reduce_add_ps(sum);
+      const float inv = static_cast<float>(1.0 / ExpShifted(std::span<float>(buf.data(), d), mx));
       for (int64_t i = 0; i < d; ++i) buf[i] *= inv;
       FromF32(buf.data(), out.dtype(), AddElems(out.raw_data(), r * d, out.dtype()), d);
     }
