@@ -221,16 +221,19 @@ Tensor HyperClovaxModel::AttentionBlock(const Layer& layer, int64_t index, const
   // Every sequence's whole context is read back from the cache, so a prefix
   // computed earlier and the tokens of this step are seen alike (same dtype
   // rounding whether or not the prefix came from a cache hit).
-  if (q.dtype() != k_cache.dtype()) q = q.To(k_cache.dtype());
-  Tensor out = ops::PagedAttention(q, k_cache, v_cache, sequences, attention_scale_).To(DType::kF32);  // [T, hq, d]
-  return layer.o_proj.Forward(out.Reshape({total, hq * d}));
+  q = ops::Cast(q, k_cache.dtype());
+  // [T, hq, d] in the cache dtype, which o_proj reads as is (a bf16 layer
+  // would round f32 to bf16 anyway); its output is f32 for the residual.
+  Tensor out = ops::PagedAttention(q, k_cache, v_cache, sequences, attention_scale_);
+  return layer.o_proj.Forward(out.Reshape({total, hq * d}), DType::kF32);
 }
 
 Tensor HyperClovaxModel::MlpBlock(const Layer& layer, const Tensor& x) const {
   const int64_t f = config_.intermediate_size;
   Tensor gate_up = layer.gate_up_proj.Forward(x);  // [T, 2f]
-  Tensor act = ops::SwiGlu(gate_up.Slice(1, 0, f), gate_up.Slice(1, f, 2 * f));
-  return layer.down_proj.Forward(act);
+  // Written in down_proj's compute dtype, which it would round to anyway.
+  Tensor act = ops::SwiGlu(gate_up.Slice(1, 0, f), gate_up.Slice(1, f, 2 * f), layer.down_proj.weight_dtype());
+  return layer.down_proj.Forward(act, x.dtype());
 }
 
 Status HyperClovaxModel::Forward(const ForwardBatch& batch, const KvCacheView& kv, Tensor* logits) const {

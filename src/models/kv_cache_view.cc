@@ -3,6 +3,8 @@
 #include <cstring>
 #include <string>
 
+#include "ops/elementwise.h"
+
 namespace omni::models {
 
 KvCacheStorage KvCacheStorage::Allocate(int64_t num_layers, int64_t num_blocks, int64_t kv_heads, int64_t head_dim,
@@ -37,7 +39,7 @@ Status ValidateKvCacheView(const KvCacheView& view, int64_t num_layers, int64_t 
 
 void WriteKvSlots(const Tensor& cache, std::span<const int32_t> block_table, int64_t start, const Tensor& rows) {
   const int64_t n = rows.dim(0);
-  const Tensor src = rows.dtype() == cache.dtype() ? rows.Contiguous() : rows.To(cache.dtype());
+  const Tensor src = ops::Cast(rows, cache.dtype()).Contiguous();
   const size_t row_bytes = static_cast<size_t>(cache.dim(2) * cache.dim(3)) * DTypeSize(cache.dtype());
   OMNI_CHECK_EQ(src.nbytes(), row_bytes * n);
   auto* dst = static_cast<uint8_t*>(cache.raw_data());

@@ -1,5 +1,7 @@
 #include "ops/elementwise.h"
 
+#include <optional>
+
 #include "backend/cpu/elementwise_cpu.h"
 
 namespace omni::ops {
@@ -17,10 +19,11 @@ Tensor RunUnary(cpu::UnaryKind kind, const Tensor& x, float arg = 0) {
   return out;
 }
 
-Tensor RunBinary(cpu::BinaryKind kind, const Tensor& a, const Tensor& b) {
+Tensor RunBinary(cpu::BinaryKind kind, const Tensor& a, const Tensor& b, std::optional<DType> out_dtype = {}) {
   CheckFloat(a);
   CheckFloat(b);
-  const DType dt = a.dtype() == b.dtype() ? a.dtype() : DType::kF32;
+  const DType dt = out_dtype.value_or(a.dtype() == b.dtype() ? a.dtype() : DType::kF32);
+  OMNI_CHECK(dt == DType::kF32 || dt == DType::kBF16) << "output dtype " << DTypeName(dt);
   Tensor out = Tensor::Empty(BroadcastShape(a.shape(), b.shape()), dt);
   cpu::Binary(kind, a, b, out);
   return out;
@@ -62,6 +65,20 @@ double ExpShiftedInPlace(std::span<float> v, float shift) { return cpu::ExpShift
 Tensor SwiGlu(const Tensor& gate, const Tensor& up) {
   OMNI_CHECK(gate.shape() == up.shape()) << gate.DebugString() << " vs " << up.DebugString();
   return RunBinary(cpu::BinaryKind::kSwiGlu, gate, up);
+}
+
+Tensor SwiGlu(const Tensor& gate, const Tensor& up, DType out_dtype) {
+  OMNI_CHECK(gate.shape() == up.shape()) << gate.DebugString() << " vs " << up.DebugString();
+  return RunBinary(cpu::BinaryKind::kSwiGlu, gate, up, out_dtype);
+}
+
+Tensor Cast(const Tensor& x, DType dtype) {
+  CheckFloat(x);
+  OMNI_CHECK(dtype == DType::kF32 || dtype == DType::kBF16) << "cast to " << DTypeName(dtype);
+  if (x.dtype() == dtype) return x;
+  Tensor out = Tensor::Empty(x.shape(), dtype);
+  cpu::Unary(cpu::UnaryKind::kCopy, x.Contiguous(), out, 0.f);
+  return out;
 }
 
 Tensor Snake(const Tensor& x, const SnakeParams& params) {

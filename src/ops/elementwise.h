@@ -19,8 +19,14 @@ enum class GeluApprox { kNone, kTanh };  // kNone: exact erf form
 Tensor Gelu(const Tensor& x, GeluApprox approx = GeluApprox::kNone);
 Tensor Silu(const Tensor& x);
 Tensor Tanh(const Tensor& x);
-// silu(gate) * up; gate and up [..., F] of one shape.
+// silu(gate) * up; gate and up [..., F] of one shape. The second form
+// writes `out_dtype` (e.g. bf16 for a bf16 linear that reads it next).
 Tensor SwiGlu(const Tensor& gate, const Tensor& up);
+Tensor SwiGlu(const Tensor& gate, const Tensor& up, DType out_dtype);
+
+// x converted to `dtype` (f32 or bf16; round to nearest even), in parallel;
+// x itself when it already has that dtype.
+Tensor Cast(const Tensor& x, DType dtype);
 
 // Snake / SnakeBeta (BigVGAN): x + 1/beta * sin^2(alpha * x), per channel.
 struct SnakeParams {

@@ -50,11 +50,13 @@ Linear::Linear(const Tensor& weight, const Tensor& bias) {
 
 size_t Linear::packed_bytes() const { return impl_ ? impl_->packed_bytes() : 0; }
 
-Tensor Linear::Forward(const Tensor& x) const {
+Tensor Linear::Forward(const Tensor& x) const { return Forward(x, x.dtype()); }
+
+Tensor Linear::Forward(const Tensor& x, DType out_dtype) const {
   OMNI_CHECK(x.rank() >= 1) << x.DebugString();
   Shape shape = x.shape();
   shape.back() = out_;
-  Tensor out = Tensor::Empty(shape, x.dtype());
+  Tensor out = Tensor::Empty(shape, out_dtype);
   ForwardInto(x, out);
   return out;
 }
@@ -63,7 +65,7 @@ void Linear::ForwardInto(const Tensor& x, const Tensor& out) const {
   OMNI_CHECK(impl_ != nullptr) << "Linear used before construction";
   OMNI_CHECK(IsFloat(x.dtype())) << x.DebugString();
   OMNI_CHECK_EQ(x.dim(-1), in_) << "linear input " << x.DebugString();
-  OMNI_CHECK(out.is_contiguous() && out.dtype() == x.dtype() && out.dim(-1) == out_ &&
+  OMNI_CHECK(out.is_contiguous() && IsFloat(out.dtype()) && out.dim(-1) == out_ &&
              out.numel() / out_ == x.numel() / in_)
       << "linear output " << out.DebugString() << " for input " << x.DebugString();
   const int64_t m = x.numel() / in_;

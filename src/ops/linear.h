@@ -34,7 +34,11 @@ class Linear {
 
   // x [..., in_features] f32/bf16 -> [..., out_features], x's dtype.
   Tensor Forward(const Tensor& x) const;
-  // Same, writing into a preallocated contiguous out [..., out_features].
+  // Same, with the output in `out_dtype` (f32 or bf16): a bf16 activation
+  // can feed the layer without a round trip through f32.
+  Tensor Forward(const Tensor& x, DType out_dtype) const;
+  // Same, writing into a preallocated contiguous out [..., out_features]
+  // of either float dtype.
   void ForwardInto(const Tensor& x, const Tensor& out) const;
 
   int64_t in_features() const { return in_; }

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "backend/cpu/amx.h"
 #include "backend/cpu/vec_math.h"
 
 namespace omni::cpu::attention_bf16 {
@@ -139,5 +140,100 @@ void AccumulatePV(const uint32_t* pp, int64_t pairs, const uint32_t* vp, int64_t
     }
   }
 }
+
+#if OMNI_HAVE_AMX
+// The same two products on AMX tiles (ConfigureTiles(16): tiles 0-3
+// accumulate, 4 holds A, 5 B). Every output element is one row of A against
+// one column of B, summed over the reduction dim in a fixed order, so a
+// query's result does not depend on the other rows of its tile.
+
+// s[j][0..kBq) = sum_c k[j][c] * q[.][c] (unscaled) for 16 keys: A is the
+// key rows themselves (bf16, row stride k_stride, 32 of d per step), B the
+// query pair layout qt [d/2][kBq]; d is a multiple of 32.
+template <int kBq>
+inline void ScoreKeysAmx(const uint16_t* k, int64_t k_stride, const uint32_t* qt, int64_t d, float* s) {
+  static_assert(kBq == 16 || kBq == 64);
+  _tile_zero(0);
+  if constexpr (kBq == 64) {
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+  }
+  for (int64_t c0 = 0; c0 < d; c0 += 32) {
+    const uint32_t* b = qt + (c0 / 2) * kBq;
+    OMNI_TILE_LOADD(4, k + c0, k_stride * 2);
+    OMNI_TILE_LOADD(5, b, kBq * 4);
+    _tile_dpbf16ps(0, 4, 5);
+    if constexpr (kBq == 64) {
+      OMNI_TILE_LOADD(5, b + 16, kBq * 4);
+      _tile_dpbf16ps(1, 4, 5);
+      OMNI_TILE_LOADD(5, b + 32, kBq * 4);
+      _tile_dpbf16ps(2, 4, 5);
+      OMNI_TILE_LOADD(5, b + 48, kBq * 4);
+      _tile_dpbf16ps(3, 4, 5);
+    }
+  }
+  _tile_stored(0, s, kBq * 4);
+  if constexpr (kBq == 64) {
+    _tile_stored(1, s + 16, kBq * 4);
+    _tile_stored(2, s + 32, kBq * 4);
+    _tile_stored(3, s + 48, kBq * 4);
+  }
+}
+
+// dst[c][r] = src[r][c] for a 16 x 16 block of uint32 (strides in elements).
+inline void Transpose16x16(const uint32_t* src, int64_t src_stride, uint32_t* dst, int64_t dst_stride) {
+  __m512i r[16], t[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(src + i * src_stride);
+  // Within each 128-bit lane: interleave row pairs, then row quads.
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);      // column 4L + 0 of rows i..i+3
+    r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);  // 4L + 1
+    r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  // r[4g + c] lane L holds column 4L + c of rows 4g..4g+3; gather the four
+  // row groups of one column into one register.
+  for (int c = 0; c < 4; ++c) {
+    const __m512i even_a = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x88);  // lanes 0, 2 of groups 0, 1
+    const __m512i odd_a = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xDD);   // lanes 1, 3
+    const __m512i even_b = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x88);
+    const __m512i odd_b = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xDD);
+    _mm512_storeu_si512(dst + (c + 0) * dst_stride, _mm512_shuffle_i32x4(even_a, even_b, 0x88));
+    _mm512_storeu_si512(dst + (c + 8) * dst_stride, _mm512_shuffle_i32x4(even_a, even_b, 0xDD));
+    _mm512_storeu_si512(dst + (c + 4) * dst_stride, _mm512_shuffle_i32x4(odd_a, odd_b, 0x88));
+    _mm512_storeu_si512(dst + (c + 12) * dst_stride, _mm512_shuffle_i32x4(odd_a, odd_b, 0xDD));
+  }
+}
+
+// O [rows][d] += P x V: pa [kBq][32] is P as rows of key pairs (A), vp
+// [32][dpad] the value pairs (B, dpad == d, a multiple of 32); `steps` runs
+// of 16 key pairs, rows past the tile's keys zero in both.
+template <int kBq>
+inline void AccumulatePVAmx(const uint32_t* pa, int64_t steps, const uint32_t* vp, float* o, int64_t d, int rows) {
+  const int64_t o_stride = d * 4, v_stride = d * 4;
+  for (int q0 = 0; q0 < rows; q0 += 16) {
+    float* orow = o + q0 * d;
+    const uint32_t* arow = pa + q0 * 32;
+    for (int64_t c0 = 0; c0 < d; c0 += 32) {  // two 16-column accumulators at a time
+      OMNI_TILE_LOADD(0, orow + c0, o_stride);
+      OMNI_TILE_LOADD(1, orow + c0 + 16, o_stride);
+      for (int64_t s = 0; s < steps; ++s) {
+        OMNI_TILE_LOADD(4, arow + 16 * s, 32 * 4);
+        OMNI_TILE_LOADD(5, vp + 16 * s * d + c0, v_stride);
+        _tile_dpbf16ps(0, 4, 5);
+        OMNI_TILE_LOADD(5, vp + 16 * s * d + c0 + 16, v_stride);
+        _tile_dpbf16ps(1, 4, 5);
+      }
+      _tile_stored(0, orow + c0, o_stride);
+      _tile_stored(1, orow + c0 + 16, o_stride);
+    }
+  }
+}
+#endif
 
 }  // namespace omni::cpu::attention_bf16

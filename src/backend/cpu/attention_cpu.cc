@@ -30,6 +30,7 @@
 #include <optional>
 #include <vector>
 
+#include "backend/cpu/amx.h"
 #include "backend/cpu/cpu_common.h"
 #include "backend/cpu/vec_math.h"
 #ifdef __AVX512BF16__
@@ -188,19 +189,24 @@ void AccumulatePV(const float* pt, int64_t kn, const float* v, int64_t v_stride,
 
 // Per-thread scratch for tiles of kBq rows, allocated once per call. The
 // pair buffers (qtb, pp, vp) serve the bf16 path, the f32 ones (qt, k, v)
-// the f32 path.
+// the f32 path; keys (16 key rows gathered when they are not 16 in a row
+// of the cache) and pa (pp transposed) the AMX form of the bf16 path.
 template <int kBq>
 struct Scratch {
   std::vector<float> qt, k, v, st, o, m, l, corr;
-  std::vector<uint32_t> qtb, pp, vp;
+  std::vector<uint32_t> qtb, pp, vp, pa;
+  std::vector<uint16_t> keys;
   Scratch(int64_t d, bool bf16)
       : qt(bf16 ? 0 : d * kBq), k(bf16 ? 0 : kBk * d), v(bf16 ? 0 : kBk * d), st(kBk * kBq), o(kBq * d), m(kBq),
         l(kBq), corr(kBq), qtb(bf16 ? (d / 2) * kBq : 0), pp(bf16 ? kBk / 2 * kBq : 0),
-        vp(bf16 ? kBk / 2 * ((d + 15) / 16 * 16) : 0) {}
+        vp(bf16 ? kBk / 2 * ((d + 15) / 16 * 16) : 0), pa(bf16 ? kBq * kBk / 2 : 0), keys(bf16 ? 16 * d : 0) {}
 };
 
 // The bf16 path needs AVX512-BF16 and an even head dim (pairs along d).
 bool UseBf16Path(const AttentionProblem& p) { return OMNI_ATTENTION_BF16 && p.dtype == DType::kBF16 && p.d % 2 == 0; }
+// Its AMX form takes d in steps of 32. Decode and prefill tiles of one
+// problem take the same form, so they stay bit-identical.
+bool UseAmx(const AttentionProblem& p) { return UseBf16Path(p) && p.d % 32 == 0 && AmxUsable(); }
 
 // Online-softmax update of one tile: st [kn][kBq] scores in, probabilities out.
 template <int kBq>
@@ -249,7 +255,8 @@ struct TileRows {
 template <int kBq>
 class BlockRunner {
  public:
-  BlockRunner(const AttentionProblem& p, const Visibility& vis) : p_(p), vis_(vis), bf16_(UseBf16Path(p)) {}
+  BlockRunner(const AttentionProblem& p, const Visibility& vis)
+      : p_(p), vis_(vis), bf16_(UseBf16Path(p)), amx_(UseAmx(p)) {}
 
   void Run(const TileRows& t, Scratch<kBq>& w) const {
     const int64_t d = p_.d;
@@ -312,22 +319,72 @@ class BlockRunner {
     namespace kb = attention_bf16;
     const int64_t d = p_.d, dpad = (d + 15) / 16 * 16;
     float* st = w.st.data();
+    if (amx_) ScoreTileAmx(kvh, j0, kn, w);
     for (int64_t j = 0, run; j < kn; j += run) {
       run = RunLength(j0 + j, kn - j);
-      const uint16_t* k = static_cast<const uint16_t*>(p_.k) + KeyRow(j0 + j, p_.k_row) + kvh * p_.k_head;
+      const uint16_t* k = KeyPtr(kvh, j0 + j);
       const uint16_t* v = static_cast<const uint16_t*>(p_.v) + KeyRow(j0 + j, p_.v_row) + kvh * p_.v_head;
-      float* s = st + j * kBq;
-      int64_t r = 0;
-      for (; r + 4 <= run; r += 4)
-        kb::ScoreRows<4, kBq>(k + r * p_.k_row, p_.k_row, w.qtb.data(), d / 2, p_.scale, s + r * kBq);
-      for (; r < run; ++r)
-        kb::ScoreRows<1, kBq>(k + r * p_.k_row, p_.k_row, w.qtb.data(), d / 2, p_.scale, s + r * kBq);
+      if (!amx_) {
+        float* s = st + j * kBq;
+        int64_t r = 0;
+        for (; r + 4 <= run; r += 4)
+          kb::ScoreRows<4, kBq>(k + r * p_.k_row, p_.k_row, w.qtb.data(), d / 2, p_.scale, s + r * kBq);
+        for (; r < run; ++r)
+          kb::ScoreRows<1, kBq>(k + r * p_.k_row, p_.k_row, w.qtb.data(), d / 2, p_.scale, s + r * kBq);
+      }
       kb::PackValues(v, p_.v_row, run, d, dpad, w.vp.data() + (j / 2) * dpad);
     }
     if (kind == TileKind::kPartial) MaskTile(t, j0, kn, st);
     SoftmaxTile(st, kn, w, t.rows(), w.o.data(), d);
     kb::PackProbabilities<kBq>(st, kn, w.pp.data());
-    kb::AccumulatePV<kBq>(w.pp.data(), (kn + 1) / 2, w.vp.data(), dpad, w.o.data(), d, t.rows());
+    if (amx_) {
+      AccumulateTileAmx(kn, t.rows(), w);
+    } else {
+      kb::AccumulatePV<kBq>(w.pp.data(), (kn + 1) / 2, w.vp.data(), dpad, w.o.data(), d, t.rows());
+    }
+#endif
+  }
+
+  const uint16_t* KeyPtr(int64_t kvh, int64_t j) const {
+    return static_cast<const uint16_t*>(p_.k) + KeyRow(j, p_.k_row) + kvh * p_.k_head;
+  }
+
+  // Scaled scores st [kn][kBq] of one tile, 16 keys per AMX pass; a group
+  // of keys that is not 16 rows at one stride in the cache (the tile's
+  // tail, a block boundary) is gathered into w.keys, zero-padded.
+  void ScoreTileAmx(int64_t kvh, int64_t j0, int64_t kn, Scratch<kBq>& w) const {
+#if OMNI_HAVE_AMX
+    const int64_t d = p_.d;
+    float* st = w.st.data();
+    for (int64_t g = 0; g < kn; g += 16) {
+      const int64_t count = std::min<int64_t>(16, kn - g);
+      const uint16_t* k = KeyPtr(kvh, j0 + g);
+      int64_t stride = p_.k_row;
+      if (count < 16 || RunLength(j0 + g, 16) < 16) {
+        std::fill(w.keys.begin(), w.keys.end(), uint16_t{0});
+        for (int64_t r = 0; r < count; ++r) std::memcpy(&w.keys[r * d], KeyPtr(kvh, j0 + g + r), d * 2);
+        k = w.keys.data();
+        stride = d;
+      }
+      attention_bf16::ScoreKeysAmx<kBq>(k, stride, w.qtb.data(), d, st + g * kBq);
+    }
+    const __m512 scale = _mm512_set1_ps(p_.scale);
+    for (int64_t i = 0; i < kn * kBq; i += 16) _mm512_storeu_ps(st + i, _mm512_mul_ps(_mm512_loadu_ps(st + i), scale));
+#endif
+  }
+
+  // O += P x V on tiles from pp and vp as packed above: key pairs past the
+  // tile's keys are zeroed up to a multiple of 16 and pp is transposed into
+  // rows of queries (pa).
+  void AccumulateTileAmx(int64_t kn, int rows, Scratch<kBq>& w) const {
+#if OMNI_HAVE_AMX
+    const int64_t d = p_.d, pairs = (kn + 1) / 2, steps = (pairs + 15) / 16;
+    std::fill(w.pp.begin() + pairs * kBq, w.pp.begin() + steps * 16 * kBq, 0u);
+    std::fill(w.vp.begin() + pairs * d, w.vp.begin() + steps * 16 * d, 0u);
+    for (int q0 = 0; q0 < rows; q0 += 16)
+      for (int64_t s = 0; s < steps; ++s)
+        attention_bf16::Transpose16x16(w.pp.data() + 16 * s * kBq + q0, kBq, w.pa.data() + q0 * 32 + 16 * s, 32);
+    attention_bf16::AccumulatePVAmx<kBq>(w.pa.data(), steps, w.vp.data(), w.o.data(), d, rows);
 #endif
   }
 
@@ -389,6 +446,7 @@ class BlockRunner {
   const AttentionProblem& p_;
   const Visibility& vis_;
   const bool bf16_;
+  const bool amx_;
 };
 
 // One tile of one problem; `cost` (rows x keys in range) orders the work.
@@ -437,6 +495,10 @@ void Attention(std::span<const AttentionProblem> problems) {
   const int64_t n = static_cast<int64_t>(tasks.size());
 #pragma omp parallel num_threads(static_cast<int>(std::min<int64_t>(NumThreads(), n)))
   {
+#if OMNI_HAVE_AMX
+    const bool amx = AmxUsable();
+    if (amx) ConfigureTiles(16);
+#endif
     std::optional<Scratch<kBq>> large;
     std::optional<Scratch<kSmallBq>> small;
 #pragma omp for schedule(dynamic, 1)
@@ -451,6 +513,9 @@ void Attention(std::span<const AttentionProblem> problems) {
         BlockRunner<kBq>(p, vis[t.problem]).Run(t.tile, *large);
       }
     }
+#if OMNI_HAVE_AMX
+    if (amx) _tile_release();
+#endif
   }
 }
 

@@ -14,6 +14,7 @@ inline float Sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
 
 inline float Apply(UnaryKind kind, float x, float arg) {
   switch (kind) {
+    case UnaryKind::kCopy: return x;
     case UnaryKind::kScale: return x * arg;
     case UnaryKind::kGeluErf: return 0.5f * x * (1.f + std::erf(x * 0.70710678118654752f));
     case UnaryKind::kGeluTanh: {
@@ -99,7 +100,7 @@ void Unary(UnaryKind kind, const Tensor& x, const Tensor& out, float arg) {
     ToF32(AddElems(x.raw_data(), c0, x.dtype()), x.dtype(), buf, len);
     if (kind == UnaryKind::kSilu) {
       SiluRow(buf, nullptr, len);
-    } else {
+    } else if (kind != UnaryKind::kCopy) {
       for (int64_t i = 0; i < len; ++i) buf[i] = Apply(kind, buf[i], arg);
     }
     FromF32(buf, out.dtype(), AddElems(out.raw_data(), c0, out.dtype()), len);

@@ -11,10 +11,11 @@
 
 namespace omni::cpu {
 
-enum class UnaryKind { kScale, kGeluErf, kGeluTanh, kSilu, kTanh };
+enum class UnaryKind { kCopy, kScale, kGeluErf, kGeluTanh, kSilu, kTanh };
 enum class BinaryKind { kAdd, kSub, kMul, kDiv, kSwiGlu };
 
-// x, out: same shape, contiguous. `arg` is the factor for kScale.
+// x, out: same shape, contiguous, either float dtype (kCopy converts).
+// `arg` is the factor for kScale.
 void Unary(UnaryKind kind, const Tensor& x, const Tensor& out, float arg);
 // a, b: any strides, shape broadcast to out's (size-1 dims repeat, missing
 // leading dims allowed); out contiguous. kSwiGlu: silu(a) * b.

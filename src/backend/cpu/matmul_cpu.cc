@@ -8,10 +8,12 @@
 #include <utility>
 #include <vector>
 
+#include "backend/cpu/amx.h"
 #include "backend/cpu/cpu_common.h"
 #include "backend/cpu/dnnl_context.h"
 #include "backend/cpu/huge_buffer.h"
 #include "core/log.h"
+
 
 namespace omni::cpu {
 namespace {
@@ -36,8 +38,9 @@ memory::desc PlainDesc(const Tensor& t, memory::data_type dt) {
 // It reads the same packed weights, so there is still one copy. A batched
 // decode step (up to 16 sequences) is still bound by the weight stream: it
 // takes the rows kGemvRows at a time against each weight block, which stays
-// in L2 between the passes. Every row's sum runs over k in the same order
-// whatever M is, so a sequence's logits do not depend on its batch.
+// in L2 between the passes (where the CPU has AMX, GemvBlockAmx below takes
+// all M rows in one pass instead). Every row's sum runs over k in the same
+// order whatever M is, so a sequence's logits do not depend on its batch.
 constexpr int64_t kGemvMaxM = 16;
 constexpr int kGemvRows = 3;  // accumulators: 2 pairs x 3 rows x 4 zmm
 // Software prefetch distance in k-pairs (256 bytes each): 4 KiB ahead in the
@@ -110,6 +113,54 @@ void GemvBlock(const uint16_t* w, const PackedBf16Layout& l, const uint16_t* x, 
 #endif
 }
 
+#if OMNI_HAVE_AMX
+// The same product on the AMX tile unit, which has the compute to keep all
+// 16 rows of a batched decode step on the weight stream (the AVX-512 form
+// above is compute-bound past a few rows). A (32 k x 64 n) block is four B
+// tiles as stored: tile g is its 16 k-pairs (rows 256 bytes apart) x the 64
+// bytes of columns 16g..16g+15. The A tile is the M rows' 32 k of the
+// block; C is four M x 16 f32 tiles. Each row's sum depends on that row
+// alone, so M does not change any row's result. Tiles 0-3 hold C, 4 A, and
+// 5-6 B, alternating so a load overlaps the previous product.
+void GemvBlockAmx(const uint16_t* w, const PackedBf16Layout& l, const uint16_t* x, int64_t m, const float* bias,
+                  int64_t n, int64_t nb, DType out_dtype, void* out) {
+  const uint16_t* strip = w + nb * l.n_block;
+  const int64_t x_stride = l.k_padded * 2;
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int64_t k0 = 0; k0 < l.k_padded; k0 += 32) {
+    const uint16_t* blk = strip + k0 * 64;  // 32 k x 64 n per block
+    for (int v = 0; v < 64; ++v) {
+      _mm_prefetch(reinterpret_cast<const char*>(blk + kPrefetchPairs * 128 + 32 * v), _MM_HINT_T0);
+    }
+    OMNI_TILE_LOADD(4, x + k0, x_stride);
+    OMNI_TILE_LOADD(5, blk, 256);
+    _tile_dpbf16ps(0, 4, 5);
+    OMNI_TILE_LOADD(6, blk + 32, 256);
+    _tile_dpbf16ps(1, 4, 6);
+    OMNI_TILE_LOADD(5, blk + 64, 256);
+    _tile_dpbf16ps(2, 4, 5);
+    OMNI_TILE_LOADD(6, blk + 96, 256);
+    _tile_dpbf16ps(3, 4, 6);
+  }
+  alignas(64) float rows[kGemvMaxM][64];
+  _tile_stored(0, &rows[0][0], sizeof(rows[0]));
+  _tile_stored(1, &rows[0][16], sizeof(rows[0]));
+  _tile_stored(2, &rows[0][32], sizeof(rows[0]));
+  _tile_stored(3, &rows[0][48], sizeof(rows[0]));
+  const int64_t cols = std::min<int64_t>(64, n - nb * 64);
+  for (int64_t r = 0; r < m; ++r) {
+    if (bias) {
+      for (int64_t c = 0; c < cols; ++c) rows[r][c] += bias[nb * 64 + c];
+    }
+    FromF32(rows[r], out_dtype, AddElems(out, r * n + nb * 64, out_dtype), cols);
+  }
+}
+
+#endif
+
 // All M <= kGemvMaxM rows, parallel over 64-column blocks; adjacent blocks
 // are adjacent strips of packed weights. A thread takes a run of blocks at a
 // time (a quarter of its share), so it streams long contiguous runs the
@@ -121,6 +172,18 @@ void GemvBlocks(const uint16_t* w, const PackedBf16Layout& l, const uint16_t* x,
   const int64_t n_blocks = (n + 63) / 64;
   const int threads = NumThreads();
   const int64_t run = std::max<int64_t>(1, n_blocks / (4 * threads));
+#if OMNI_HAVE_AMX
+  if (AmxUsable()) {
+#pragma omp parallel num_threads(threads)
+    {
+      ConfigureTiles(m);
+#pragma omp for schedule(dynamic, run) nowait
+      for (int64_t nb = 0; nb < n_blocks; ++nb) GemvBlockAmx(w, l, x, m, bias, n, nb, out_dtype, out);
+      _tile_release();
+    }
+    return;
+  }
+#endif
 #pragma omp parallel for num_threads(threads) schedule(dynamic, run)
   for (int64_t nb = 0; nb < n_blocks; ++nb) {
     for (int64_t m0 = 0; m0 < m; m0 += kGemvRows) {
