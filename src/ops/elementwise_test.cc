@@ -112,6 +112,26 @@ TEST(ElementwiseTest, SwiGluAndSnake) {
   }
 }
 
+// The bf16 forms a model uses to hand activations to a bf16 linear: the
+// same values as computing in f32 and rounding once (Tensor::To's scalar
+// round-to-nearest-even is the reference), including a strided input.
+TEST(ElementwiseTest, CastAndSwiGluIntoBf16) {
+  Tensor x = RandomTensor({5, 333}, DType::kF32, 12, -40, 40);
+  Tensor to_bf16 = Cast(x, DType::kBF16);
+  EXPECT_EQ(to_bf16.dtype(), DType::kBF16);
+  EXPECT_EQ(to_bf16.ToFloats(), x.To(DType::kBF16).ToFloats());
+  EXPECT_EQ(Cast(to_bf16, DType::kF32).ToFloats(), to_bf16.ToFloats());
+  Tensor strided = x.Slice(1, 7, 300);
+  EXPECT_EQ(Cast(strided, DType::kBF16).ToFloats(), strided.Contiguous().To(DType::kBF16).ToFloats());
+  EXPECT_EQ(Cast(x, DType::kF32).raw_data(), x.raw_data());  // already f32: no copy
+
+  Tensor gate_up = RandomTensor({4, 2 * 45}, DType::kF32, 13, -3, 3);
+  Tensor g = gate_up.Slice(1, 0, 45), u = gate_up.Slice(1, 45, 90);
+  Tensor bf = SwiGlu(g, u, DType::kBF16);
+  EXPECT_EQ(bf.dtype(), DType::kBF16);
+  EXPECT_EQ(bf.ToFloats(), SwiGlu(g, u).To(DType::kBF16).ToFloats());
+}
+
 TEST(ShapeOpsTest, EmbeddingConcatSplitPermute) {
   for (DType dt : {DType::kF32, DType::kBF16}) {
     Tensor table = RandomTensor({10, 6}, dt, 30);

@@ -94,6 +94,24 @@ TEST(LinearTest, SmallBatchRowsMatchSingleRows) {
   }
 }
 
+// Forward(x, dtype) and ForwardInto take an output dtype other than x's:
+// a bf16 activation into f32 (the residual stream) is the bf16 result
+// before its final rounding.
+TEST(LinearTest, OutputDtypeMayDifferFromInput) {
+  const int64_t k = 96, n = 80;
+  Tensor w = RandomTensor({n, k}, DType::kBF16, 41);
+  Linear lin(w);
+  for (int64_t m : {1, 5, 40}) {  // the small-M kernel and oneDNN
+    Tensor x = RandomTensor({m, k}, DType::kBF16, 42 + static_cast<uint32_t>(m));
+    Tensor wide = lin.Forward(x, DType::kF32);
+    EXPECT_EQ(wide.dtype(), DType::kF32);
+    EXPECT_LE(RelError(wide, RefLinear(x, w, Tensor())), 1e-5) << "m=" << m;
+    EXPECT_EQ(wide.To(DType::kBF16).ToFloats(), lin.Forward(x).ToFloats()) << "m=" << m;
+    Tensor xf = RandomTensor({m, k}, DType::kF32, 50 + static_cast<uint32_t>(m));
+    EXPECT_EQ(lin.Forward(xf, DType::kBF16).ToFloats(), lin.Forward(xf).To(DType::kBF16).ToFloats()) << "m=" << m;
+  }
+}
+
 std::vector<double> RefMatMul(const Tensor& a, const Tensor& b) {
   std::vector<double> av = ToDoubles(a), bv = ToDoubles(b);
   int64_t m = a.dim(-2), k = a.dim(-1), n = b.dim(-1);
