@@ -66,6 +66,10 @@ class Visibility {
     return true;
   }
 
+  // Causal and nothing else: query i sees keys j <= q_offset + i.
+  bool CausalOnly() const { return p_.causal && p_.window <= 0 && !p_.q_segments && p_.block_size <= 0; }
+  int64_t q_offset() const { return p_.q_offset; }
+
   // Keys [begin, end) that any query in [i0, i1) may see, from causal/window.
   void KeyRange(int64_t i0, int64_t i1, int64_t* begin, int64_t* end) const {
     *begin = 0;
@@ -428,6 +432,13 @@ class BlockRunner {
   }
 
   void MaskTile(const TileRows& t, int64_t j0, int64_t kn, float* st) const {
+    if (vis_.CausalOnly()) {  // the diagonal tiles of every prefill
+      for (int r = 0; r < t.rows(); ++r) {
+        const int64_t first_hidden = std::max<int64_t>(0, vis_.q_offset() + t.token(r) + 1 - j0);
+        for (int64_t j = first_hidden; j < kn; ++j) st[j * kBq + r] = kNegInf;
+      }
+      return;
+    }
     for (int64_t j = 0; j < kn; ++j)
       for (int r = 0; r < t.rows(); ++r)
         if (!vis_.Allowed(t.token(r), j0 + j)) st[j * kBq + r] = kNegInf;

@@ -1,6 +1,8 @@
 // Row normalisations. Statistics accumulate in double: rows can be long
 // (GroupNorm over a whole image group) and the cost is negligible next to
-// the memory traffic.
+// the memory traffic once the sum is spread over vector lanes (RmsNorm sits
+// twice in every decoder layer; a serial double chain cost it 4 cycles per
+// element).
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -14,6 +16,20 @@ namespace {
 
 const float* OptionalF32(const Tensor& t) { return t.defined() && t.numel() > 0 ? t.data<float>() : nullptr; }
 
+// sum of v[i]^2 in double, 16 lanes then a fixed reduction: the same for a
+// row whatever the rest of the batch is.
+double SumSquares(const float* v, int64_t n) {
+  __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __m512 x = _mm512_maskz_loadu_ps(TailMask(n - i), v + i);
+    const __m512d a = _mm512_cvtps_pd(_mm512_castps512_ps256(x));
+    const __m512d b = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
+    lo = _mm512_fmadd_pd(a, a, lo);
+    hi = _mm512_fmadd_pd(b, b, hi);
+  }
+  return _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
+}
+
 }  // namespace
 
 void RmsNorm(const Tensor& x, const Tensor& weight, float eps, float weight_offset, const Tensor& out) {
@@ -25,8 +41,7 @@ void RmsNorm(const Tensor& x, const Tensor& weight, float eps, float weight_offs
 #pragma omp for
     for (int64_t r = 0; r < rows; ++r) {
       ToF32(AddElems(x.raw_data(), r * d, x.dtype()), x.dtype(), buf.data(), d);
-      double ss = 0;
-      for (int64_t i = 0; i < d; ++i) ss += static_cast<double>(buf[i]) * buf[i];
+      const double ss = SumSquares(buf.data(), d);
       const float inv = static_cast<float>(1.0 / std::sqrt(ss / d + eps));
       for (int64_t i = 0; i < d; ++i) buf[i] = buf[i] * inv * (w ? w[i] + weight_offset : 1.f);
       FromF32(buf.data(), out.dtype(), AddElems(out.raw_data(), r * d, out.dtype()), d);
