@@ -36,14 +36,13 @@ RouteDecision PoolRouter::Pick(const RouteRequest& request) {
     decision.approx_hashes = ApproxPromptHashes(request.model, request.cache_salt, request.prompt_text,
                                                 profile_.approx_block_chars, profile_.max_prefix_blocks);
   }
-  std::vector<uint64_t> precise;
   if (profile_.Uses(PluginType::kPrecisePrefixCacheScorer) && request.cache_salt.empty()) {
-    precise = precise_.RequestHashes(request.token_ids, profile_.max_prefix_blocks);
+    decision.precise_hashes = precise_.RequestHashes(request.token_ids, profile_.max_prefix_blocks);
   }
 
   std::lock_guard lock(mu_);
   const std::vector<EndpointSnapshot> snap = SnapshotLocked();
-  Scored scored = ScoreLocked(request, snap, decision.approx_hashes, precise);
+  Scored scored = ScoreLocked(request, snap, decision.approx_hashes, decision.precise_hashes);
   switch (profile_.picker) {
     case PluginType::kRandomPicker:
       decision.ranked = RankRandom(scored.candidates, rng_);
@@ -69,7 +68,7 @@ RouteDecision PoolRouter::Pick(const RouteRequest& request) {
     auto pos = std::find(scored.candidates.begin(), scored.candidates.end(), decision.chosen);
     decision.prefix_score = scored.prefix[pos - scored.candidates.begin()];
   }
-  CommitLocked(decision.chosen, decision.approx_hashes);
+  CommitLocked(decision.chosen, decision);
   if (profile_.Uses(PluginType::kSessionAffinityScorer) && !request.session_id.empty()) {
     if (sessions_.size() >= kMaxSessions) sessions_.clear();
     sessions_[std::string(request.session_id)] = decision.chosen;
@@ -79,6 +78,7 @@ RouteDecision PoolRouter::Pick(const RouteRequest& request) {
 
 PoolRouter::Scored PoolRouter::ScoreLocked(const RouteRequest& request, std::span<const EndpointSnapshot> snap,
                                            std::span<const uint64_t> approx, std::span<const uint64_t> precise) {
+  const Clock::MonoTime now = clock_.Now();
   Scored out;
   std::vector<int> all(snap.size());
   std::iota(all.begin(), all.end(), 0);
@@ -117,7 +117,7 @@ PoolRouter::Scored PoolRouter::ScoreLocked(const RouteRequest& request, std::spa
         std::vector<int> matched;
         matched.reserve(cand.size());
         for (int c : cand) {
-          matched.push_back(is_approx ? approx_.MatchLength(c, hashes) : precise_.MatchLength(c, hashes));
+          matched.push_back(is_approx ? approx_.MatchLength(c, hashes) : precise_.MatchLength(c, hashes, now));
         }
         scores = PrefixScores(matched, static_cast<int>(hashes.size()));
         if (out.prefix.empty()) out.prefix = scores;
@@ -134,10 +134,14 @@ PoolRouter::Scored PoolRouter::ScoreLocked(const RouteRequest& request, std::spa
   return out;
 }
 
-void PoolRouter::CommitLocked(int e, std::span<const uint64_t> approx_hashes) {
+void PoolRouter::CommitLocked(int e, const RouteDecision& decision) {
   ++endpoints_[e].in_flight;
   ++endpoints_[e].picks_since_scrape;
-  if (!approx_hashes.empty()) approx_.Record(e, approx_hashes);
+  if (!decision.approx_hashes.empty()) approx_.Record(e, decision.approx_hashes);
+  if (!decision.precise_hashes.empty()) {
+    const Clock::MonoTime now = clock_.Now();
+    precise_.RecordRouted(e, decision.precise_hashes, now, now + kPrecisePendingTtl);
+  }
 }
 
 void PoolRouter::Retarget(RouteDecision& decision, int to) {
@@ -145,7 +149,7 @@ void PoolRouter::Retarget(RouteDecision& decision, int to) {
   EndpointSnapshot& from = endpoints_[decision.chosen];
   from.in_flight = std::max(0, from.in_flight - 1);
   from.picks_since_scrape = std::max(0, from.picks_since_scrape - 1);
-  CommitLocked(to, decision.approx_hashes);
+  CommitLocked(to, decision);
   decision.chosen = to;
 }
 

@@ -43,8 +43,14 @@ struct RouteDecision {
   std::vector<int> ranked;  // endpoint indices, best first; ranked[0] is committed
   int chosen = -1;
   double prefix_score = -1;  // the chosen endpoint's prefix score; -1 without a prefix scorer
-  std::vector<uint64_t> approx_hashes;  // recorded on whichever endpoint serves it
+  std::vector<uint64_t> approx_hashes;   // recorded on whichever endpoint serves it
+  std::vector<uint64_t> precise_hashes;  // pending on it until its KV events arrive
 };
+
+// How long a routed request's blocks count as held by its endpoint in the
+// precise index before that endpoint's own KV events must confirm them: its
+// queueing and prefill, plus the publish.
+inline constexpr std::chrono::milliseconds kPrecisePendingTtl{2000};
 
 // One scrape's reading.
 struct EndpointLoad {
@@ -89,7 +95,7 @@ class PoolRouter {
   std::vector<EndpointSnapshot> SnapshotLocked() const;  // requires mu_
   Scored ScoreLocked(const RouteRequest& request, std::span<const EndpointSnapshot> snap,
                      std::span<const uint64_t> approx, std::span<const uint64_t> precise);  // requires mu_
-  void CommitLocked(int e, std::span<const uint64_t> approx_hashes);  // requires mu_
+  void CommitLocked(int e, const RouteDecision& decision);  // requires mu_
 
   const RoutingProfile profile_;
   const Clock& clock_;

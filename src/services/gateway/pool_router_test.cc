@@ -132,9 +132,34 @@ TEST(PoolRouter, PreciseScorerFollowsKvEvents) {
     EXPECT_EQ(d.chosen, 2);
     EXPECT_EQ(d.prefix_score, 1.0);
   }
-  // A restart (marked unhealthy) forgets what the endpoint held.
+  // A restart (marked unhealthy) forgets what the endpoint held (and what
+  // the picks above left pending on it).
   router.SetHealthy(2, false);
   router.SetHealthy(2, true);
+  ReportIdle(router);
+  EXPECT_EQ(router.Pick({.model = "m", .token_ids = tokens}).prefix_score, 0.0);
+}
+
+// Before any KV event, requests sharing a new prefix follow the first one
+// (its blocks are pending on the endpoint it went to) instead of spreading
+// by load; once the pending deadline passes without events they spread.
+TEST(PoolRouter, PreciseBurstFollowsTheFirstPickUntilEventsAreDue) {
+  FakeClock clock;
+  RoutingProfile profile = Profile({{PluginType::kPrecisePrefixCacheScorer, "precise-prefix-cache-scorer", 3},
+                                    {PluginType::kQueueScorer, "queue-scorer", 2}});
+  profile.precise_block_size = 4;
+  PoolRouter router(Addresses(4), profile, clock, 3);
+  ReportIdle(router);
+  std::vector<int32_t> tokens(16);
+  std::iota(tokens.begin(), tokens.end(), 7);
+  const int first = router.Pick({.model = "m", .token_ids = tokens}).chosen;
+  for (int i = 0; i < 3; ++i) {
+    RouteDecision d = router.Pick({.model = "m", .token_ids = tokens});
+    EXPECT_EQ(d.chosen, first);
+    EXPECT_EQ(d.prefix_score, 1.0);
+  }
+  for (int i = 0; i < 4; ++i) router.Finish(first);
+  clock.Advance(kPrecisePendingTtl);
   ReportIdle(router);
   EXPECT_EQ(router.Pick({.model = "m", .token_ids = tokens}).prefix_score, 0.0);
 }

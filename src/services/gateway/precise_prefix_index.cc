@@ -23,7 +23,7 @@ uint64_t ChainHash(uint64_t parent, std::span<const int32_t> tokens) {
 }  // namespace
 
 PrecisePrefixIndex::PrecisePrefixIndex(int num_endpoints, int block_size)
-    : block_size_(block_size), by_server_hash_(num_endpoints) {}
+    : block_size_(block_size), by_server_hash_(num_endpoints), pending_(num_endpoints) {}
 
 std::vector<uint64_t> PrecisePrefixIndex::RequestHashes(std::span<const int32_t> tokens,
                                                         int max_blocks) const {
@@ -38,17 +38,38 @@ std::vector<uint64_t> PrecisePrefixIndex::RequestHashes(std::span<const int32_t>
   return hashes;
 }
 
-int PrecisePrefixIndex::MatchLength(int e, std::span<const uint64_t> hashes) const {
+int PrecisePrefixIndex::MatchLength(int e, std::span<const uint64_t> hashes, Clock::MonoTime now) const {
+  const auto& pending = pending_[e];
+  auto held = [&](uint64_t h) {
+    if (auto it = holders_.find(h); it != holders_.end()) {
+      const auto& who = it->second;
+      auto pos = std::lower_bound(who.begin(), who.end(), e, [](const Holder& x, int v) { return x.endpoint < v; });
+      if (pos != who.end() && pos->endpoint == e) return true;
+    }
+    auto p = pending.find(h);
+    return p != pending.end() && p->second > now;
+  };
   int n = 0;
   for (uint64_t h : hashes) {
-    auto it = holders_.find(h);
-    if (it == holders_.end()) break;
-    const auto& who = it->second;
-    auto pos = std::lower_bound(who.begin(), who.end(), e, [](const Holder& x, int v) { return x.endpoint < v; });
-    if (pos == who.end() || pos->endpoint != e) break;
+    if (!held(h)) break;
     ++n;
   }
   return n;
+}
+
+void PrecisePrefixIndex::RecordRouted(int e, std::span<const uint64_t> hashes, Clock::MonoTime now,
+                                      Clock::MonoTime until) {
+  while (!pending_order_.empty() && pending_order_.front().until <= now) {
+    const PendingEntry& old = pending_order_.front();
+    auto& map = pending_[old.endpoint];
+    // Erase only if not renewed since (a renewal queued a later entry).
+    if (auto it = map.find(old.hash); it != map.end() && it->second <= now) map.erase(it);
+    pending_order_.pop_front();
+  }
+  for (uint64_t h : hashes) {
+    pending_[e][h] = until;
+    pending_order_.push_back({until, e, h});
+  }
 }
 
 void PrecisePrefixIndex::Apply(int e, const KvEventBatch& batch) {
@@ -106,6 +127,7 @@ void PrecisePrefixIndex::ClearEndpoint(int e) {
   auto& own_of = by_server_hash_[e];
   for (const auto& [server, own] : own_of) DropHolder(own, e, /*all_refs=*/true);
   own_of.clear();
+  pending_[e].clear();  // entries left in pending_order_ find nothing to erase
 }
 
 void PrecisePrefixIndex::AddHolder(uint64_t own, int e) {

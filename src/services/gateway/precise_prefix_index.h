@@ -11,6 +11,14 @@
 // run of blocks from block 0 that the endpoint holds, over the request's full
 // blocks.
 //
+// Between a pick and the chosen endpoint's events (its prefill, then the
+// publish) the index is blind to what that request will store, so a burst
+// of requests that share a new prefix would score 0 everywhere and scatter.
+// The router therefore records each routed request's hashes on its
+// endpoint as pending until a deadline; they count as held until then, and
+// the endpoint's own events take over (llm-d's approximate scorer does the
+// same at pick time; here it only bridges the gap).
+//
 // Limits: media rows are keyed by sha256 on the servers but not in events,
 // so blocks that hold media are compared by their placeholder token ids only;
 // a request with a cache_salt is not scored (its server-side chain starts
@@ -20,10 +28,12 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <span>
 #include <unordered_map>
 #include <vector>
 
+#include "core/clock.h"
 #include "engine/kv_event_decoder.h"
 
 namespace omni::gateway {
@@ -40,7 +50,12 @@ class PrecisePrefixIndex {
 
   // Own chained hashes of the full blocks of `tokens`, at most `max_blocks`.
   std::vector<uint64_t> RequestHashes(std::span<const int32_t> tokens, int max_blocks) const;
-  int MatchLength(int e, std::span<const uint64_t> hashes) const;
+  // The run of `hashes` from block 0 that `e` holds, or has pending past `now`.
+  int MatchLength(int e, std::span<const uint64_t> hashes, Clock::MonoTime now) const;
+  // A request with these hashes was routed to `e`: pending on it until
+  // `until`. Also drops pending entries that ended before `now`.
+  void RecordRouted(int e, std::span<const uint64_t> hashes, Clock::MonoTime now, Clock::MonoTime until);
+  size_t blocks_pending(int e) const { return pending_[e].size(); }
   void Apply(int e, const KvEventBatch& batch);
   // Forget everything about `e` (it restarted or was ejected).
   void ClearEndpoint(int e);
@@ -63,6 +78,13 @@ class PrecisePrefixIndex {
   int block_size_;
   std::unordered_map<uint64_t, std::vector<Holder>> holders_;  // own hash -> sorted by endpoint
   std::vector<std::unordered_map<uint64_t, uint64_t>> by_server_hash_;  // per endpoint
+  struct PendingEntry {
+    Clock::MonoTime until;
+    int endpoint;
+    uint64_t hash;
+  };
+  std::vector<std::unordered_map<uint64_t, Clock::MonoTime>> pending_;  // per endpoint: own hash -> until
+  std::deque<PendingEntry> pending_order_;                              // by `until` (one fixed TTL)
   PreciseIndexStats stats_;
 };
 

@@ -94,6 +94,8 @@ WireBlockStored Stored(std::vector<uint64_t> server_hashes, std::optional<uint64
   return s;
 }
 
+const Clock::MonoTime kT0 = Clock::MonoTime(std::chrono::seconds(100));
+
 TEST(PrecisePrefixIndex, RebuildsChainsFromTokenIdsAcrossEvents) {
   PrecisePrefixIndex index(3, 4);
   const std::vector<int32_t> prompt = Tokens(14, 100);  // 3 full blocks of 4
@@ -104,20 +106,48 @@ TEST(PrecisePrefixIndex, RebuildsChainsFromTokenIdsAcrossEvents) {
   std::vector<int32_t> first8(prompt.begin(), prompt.begin() + 8);
   std::vector<int32_t> third(prompt.begin() + 8, prompt.begin() + 12);
   index.Apply(1, Batch({Stored({900, 901}, std::nullopt, first8)}));
-  EXPECT_EQ(index.MatchLength(1, req), 2);
+  EXPECT_EQ(index.MatchLength(1, req, kT0), 2);
   index.Apply(1, Batch({Stored({777}, 901, third)}));
-  EXPECT_EQ(index.MatchLength(1, req), 3);
-  EXPECT_EQ(index.MatchLength(0, req), 0);
+  EXPECT_EQ(index.MatchLength(1, req, kT0), 3);
+  EXPECT_EQ(index.MatchLength(0, req, kT0), 0);
   // Endpoint 2 holds the same tokens under other server hashes.
   index.Apply(2, Batch({Stored({5, 6}, std::nullopt, first8)}));
-  EXPECT_EQ(index.MatchLength(2, req), 2);
+  EXPECT_EQ(index.MatchLength(2, req, kT0), 2);
   // Removing block 1 on endpoint 1 cuts its run there.
   index.Apply(1, Batch({WireBlockRemoved{.block_hashes = {{.key = 901}}}}));
-  EXPECT_EQ(index.MatchLength(1, req), 1);
-  EXPECT_EQ(index.MatchLength(2, req), 2);
+  EXPECT_EQ(index.MatchLength(1, req, kT0), 1);
+  EXPECT_EQ(index.MatchLength(2, req, kT0), 2);
   index.Apply(2, Batch({WireAllBlocksCleared{}}));
-  EXPECT_EQ(index.MatchLength(2, req), 0);
+  EXPECT_EQ(index.MatchLength(2, req, kT0), 0);
   EXPECT_EQ(index.blocks_held(2), 0u);
+}
+
+// A routed request's blocks count on its endpoint until the deadline, alone
+// or extending what events stored; a renewal keeps them; a restart drops them.
+TEST(PrecisePrefixIndex, RoutedBlocksArePendingUntilTheirDeadline) {
+  using std::chrono::seconds;
+  PrecisePrefixIndex index(2, 4);
+  const std::vector<int32_t> prompt = Tokens(12, 300);
+  const std::vector<uint64_t> req = index.RequestHashes(prompt, 256);
+  index.RecordRouted(0, req, kT0, kT0 + seconds(2));
+  EXPECT_EQ(index.MatchLength(0, req, kT0 + seconds(1)), 3);
+  EXPECT_EQ(index.MatchLength(1, req, kT0 + seconds(1)), 0);
+  EXPECT_EQ(index.MatchLength(0, req, kT0 + seconds(2)), 0);  // the deadline is exclusive
+  // Events stored block 0 meanwhile; pending blocks 1-2 extend it.
+  std::vector<int32_t> first4(prompt.begin(), prompt.begin() + 4);
+  index.Apply(0, Batch({Stored({40}, std::nullopt, first4)}));
+  EXPECT_EQ(index.MatchLength(0, req, kT0 + seconds(1)), 3);
+  EXPECT_EQ(index.MatchLength(0, req, kT0 + seconds(3)), 1);
+  // A later routing renews the deadline; purging the old entries keeps it.
+  index.RecordRouted(0, req, kT0 + seconds(1), kT0 + seconds(4));
+  index.RecordRouted(1, {}, kT0 + seconds(3), kT0 + seconds(5));  // purges entries ended by t0 + 3
+  EXPECT_EQ(index.blocks_pending(0), 3u);
+  EXPECT_EQ(index.MatchLength(0, req, kT0 + seconds(3)), 3);
+  index.RecordRouted(1, {}, kT0 + seconds(4), kT0 + seconds(6));
+  EXPECT_EQ(index.blocks_pending(0), 0u);
+  index.RecordRouted(1, req, kT0 + seconds(4), kT0 + seconds(6));
+  index.ClearEndpoint(1);
+  EXPECT_EQ(index.MatchLength(1, req, kT0 + seconds(5)), 0);
 }
 
 TEST(PrecisePrefixIndex, DifferentTokensDoNotMatch) {
@@ -125,7 +155,7 @@ TEST(PrecisePrefixIndex, DifferentTokensDoNotMatch) {
   index.Apply(0, Batch({Stored({1, 2}, std::nullopt, Tokens(8, 0))}));
   std::vector<int32_t> other = Tokens(8, 0);
   other[5] = 999;  // second block differs
-  EXPECT_EQ(index.MatchLength(0, index.RequestHashes(other, 256)), 1);
+  EXPECT_EQ(index.MatchLength(0, index.RequestHashes(other, 256), kT0), 1);
 }
 
 TEST(PrecisePrefixIndex, UnknownParentAndOtherBlockSizeAreSkipped) {
