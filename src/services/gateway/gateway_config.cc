@@ -131,6 +131,8 @@ Status ReadParams(const ConfigNode& node, const std::string& path, PluginType ty
     case PluginType::kPrecisePrefixCacheScorer:
       OMNI_RETURN_IF_ERROR(ReadPositive(r, "blockSize", &p->block_size_tokens));
       OMNI_RETURN_IF_ERROR(ReadPositive(r, "maxPrefixBlocksToMatch", &p->max_prefix_blocks));
+      OMNI_RETURN_IF_ERROR(r.GetInt("pendingTtlMs", &p->pending_ttl_ms));
+      OMNI_RETURN_IF_ERROR(r.Require(p->pending_ttl_ms >= 0, "pendingTtlMs", "must be >= 0"));
       break;
     case PluginType::kSessionAffinityScorer:
       OMNI_RETURN_IF_ERROR(r.GetString("headerName", &p->header_name));

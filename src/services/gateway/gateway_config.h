@@ -67,6 +67,7 @@ struct PluginParams {
   double kv_cache_usage_threshold = 0.8;  // saturation-filter `kvCacheUsageThreshold` (0..1)
   int metrics_staleness_ms = 200;        // saturation-filter `metricsStalenessThresholdMs`
   int block_size_tokens = 16;            // precise-prefix-cache-scorer `blockSize` (tokens)
+  int pending_ttl_ms = 2000;             // precise-prefix-cache-scorer `pendingTtlMs`; 0: off
 };
 
 struct PluginConfig {

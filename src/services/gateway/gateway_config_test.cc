@@ -127,7 +127,7 @@ plugins:
 - {type: kv-cache-utilization-scorer}
 - {type: saturation-filter, name: sat, parameters: {queueDepthThreshold: 16, kvCacheUsageThreshold: 0.95, metricsStalenessThresholdMs: 500}}
 - {type: session-affinity-scorer, parameters: {headerName: X-Conversation}}
-- {type: precise-prefix-cache-scorer, name: precise, parameters: {blockSize: 32, maxPrefixBlocksToMatch: 64}}
+- {type: precise-prefix-cache-scorer, name: precise, parameters: {blockSize: 32, maxPrefixBlocksToMatch: 64, pendingTtlMs: 0}}
 - {type: random-picker, name: rnd}
 - type: max-score-picker
 - type: health-filter
@@ -170,6 +170,7 @@ pools:
   const PluginParams& precise = c.FindPlugin("precise")->params;
   EXPECT_EQ(precise.block_size_tokens, 32);
   EXPECT_EQ(precise.max_prefix_blocks, 64);
+  EXPECT_EQ(precise.pending_ttl_ms, 0);
   EXPECT_EQ(precise.block_size_chars, 64);  // the approximate scorer's key, untouched
   // Defaults where nothing was given.
   const PluginParams& queue = c.FindPlugin("queue-scorer")->params;
@@ -178,6 +179,7 @@ pools:
   EXPECT_EQ(queue.kv_cache_usage_threshold, 0.8);
   EXPECT_EQ(queue.metrics_staleness_ms, 200);
   EXPECT_EQ(queue.block_size_tokens, 16);
+  EXPECT_EQ(queue.pending_ttl_ms, 2000);
 
   ASSERT_EQ(c.profiles.size(), 4u);
   EXPECT_EQ(Refs(c.profiles[0]), (std::vector<std::string>{"health-filter", "sat", "prefix-cache-scorer",
@@ -331,6 +333,8 @@ TEST(GatewayConfigTest, RejectsBadParameters) {
               StartsWith("gw.yaml:4:27: plugins[0].parameters.lruCapacityPerServer: integer out of range"));
   EXPECT_THAT(ConfigErrorOf(plugin("precise-prefix-cache-scorer", "maxPrefixBlocksToMatch: -1")),
               StartsWith("gw.yaml:4:29: plugins[0].parameters.maxPrefixBlocksToMatch: must be > 0"));
+  EXPECT_THAT(ConfigErrorOf(plugin("precise-prefix-cache-scorer", "pendingTtlMs: -5")),
+              StartsWith("gw.yaml:4:19: plugins[0].parameters.pendingTtlMs: must be >= 0"));
   EXPECT_THAT(ConfigErrorOf(plugin("saturation-filter", "kvCacheUsageThreshold: 1.5")),
               StartsWith("gw.yaml:4:28: plugins[0].parameters.kvCacheUsageThreshold: must be in (0, 1]"));
   EXPECT_THAT(ConfigErrorOf(plugin("saturation-filter", "queueDepthThreshold: -3")),

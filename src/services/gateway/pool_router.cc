@@ -138,9 +138,9 @@ void PoolRouter::CommitLocked(int e, const RouteDecision& decision) {
   ++endpoints_[e].in_flight;
   ++endpoints_[e].picks_since_scrape;
   if (!decision.approx_hashes.empty()) approx_.Record(e, decision.approx_hashes);
-  if (!decision.precise_hashes.empty()) {
+  if (!decision.precise_hashes.empty() && profile_.precise_pending_ttl.count() > 0) {
     const Clock::MonoTime now = clock_.Now();
-    precise_.RecordRouted(e, decision.precise_hashes, now, now + kPrecisePendingTtl);
+    precise_.RecordRouted(e, decision.precise_hashes, now, now + profile_.precise_pending_ttl);
   }
 }
 

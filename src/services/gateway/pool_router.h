@@ -47,11 +47,6 @@ struct RouteDecision {
   std::vector<uint64_t> precise_hashes;  // pending on it until its KV events arrive
 };
 
-// How long a routed request's blocks count as held by its endpoint in the
-// precise index before that endpoint's own KV events must confirm them: its
-// queueing and prefill, plus the publish.
-inline constexpr std::chrono::milliseconds kPrecisePendingTtl{2000};
-
 // One scrape's reading.
 struct EndpointLoad {
   double waiting = 0;

@@ -159,7 +159,7 @@ TEST(PoolRouter, PreciseBurstFollowsTheFirstPickUntilEventsAreDue) {
     EXPECT_EQ(d.prefix_score, 1.0);
   }
   for (int i = 0; i < 4; ++i) router.Finish(first);
-  clock.Advance(kPrecisePendingTtl);
+  clock.Advance(profile.precise_pending_ttl);
   ReportIdle(router);
   EXPECT_EQ(router.Pick({.model = "m", .token_ids = tokens}).prefix_score, 0.0);
 }

@@ -39,6 +39,7 @@ StatusOr<RoutingProfile> ResolveRoutingProfile(const GatewayConfig& config, cons
         break;
       case PluginType::kPrecisePrefixCacheScorer:
         out.precise_block_size = p.block_size_tokens;
+        out.precise_pending_ttl = std::chrono::milliseconds(p.pending_ttl_ms);
         out.max_prefix_blocks = p.max_prefix_blocks;
         break;
       case PluginType::kSessionAffinityScorer:

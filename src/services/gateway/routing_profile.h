@@ -3,6 +3,7 @@
 // file by ResolveRoutingProfile; tests and the simulator build it directly.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -33,6 +34,10 @@ struct RoutingProfile {
   int max_prefix_blocks = 256;
   // precise-prefix-cache-scorer
   int precise_block_size = 16;
+  // How long a routed request's blocks count as held by its endpoint before
+  // that endpoint's own KV events must confirm them (its queueing, prefill
+  // and the publish); 0 turns pending blocks off.
+  std::chrono::milliseconds precise_pending_ttl{2000};
   // session-affinity-scorer
   std::string session_header = "x-session-id";
 
