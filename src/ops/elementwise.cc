@@ -1,15 +1,13 @@
 #include "ops/elementwise.h"
 
-#include <optional>
-
 #include "backend/cpu/elementwise_cpu.h"
 
 namespace omni::ops {
 namespace {
 
-void CheckFloat(const Tensor& t) {
-  OMNI_CHECK(t.dtype() == DType::kF32 || t.dtype() == DType::kBF16) << "expected f32/bf16: " << t.DebugString();
-}
+bool IsF32OrBf16(DType d) { return d == DType::kF32 || d == DType::kBF16; }
+
+void CheckFloat(const Tensor& t) { OMNI_CHECK(IsF32OrBf16(t.dtype())) << "expected f32/bf16: " << t.DebugString(); }
 
 Tensor RunUnary(cpu::UnaryKind kind, const Tensor& x, float arg = 0) {
   CheckFloat(x);
@@ -19,11 +17,11 @@ Tensor RunUnary(cpu::UnaryKind kind, const Tensor& x, float arg = 0) {
   return out;
 }
 
-Tensor RunBinary(cpu::BinaryKind kind, const Tensor& a, const Tensor& b, std::optional<DType> out_dtype = {}) {
+Tensor RunBinary(cpu::BinaryKind kind, const Tensor& a, const Tensor& b, std::optional<DType> out_dtype = std::nullopt) {
   CheckFloat(a);
   CheckFloat(b);
   const DType dt = out_dtype.value_or(a.dtype() == b.dtype() ? a.dtype() : DType::kF32);
-  OMNI_CHECK(dt == DType::kF32 || dt == DType::kBF16) << "output dtype " << DTypeName(dt);
+  OMNI_CHECK(IsF32OrBf16(dt)) << "output dtype " << DTypeName(dt);
   Tensor out = Tensor::Empty(BroadcastShape(a.shape(), b.shape()), dt);
   cpu::Binary(kind, a, b, out);
   return out;
@@ -62,19 +60,14 @@ Tensor Tanh(const Tensor& x) { return RunUnary(cpu::UnaryKind::kTanh, x); }
 
 double ExpShiftedInPlace(std::span<float> v, float shift) { return cpu::ExpShifted(v, shift); }
 
-Tensor SwiGlu(const Tensor& gate, const Tensor& up) {
-  OMNI_CHECK(gate.shape() == up.shape()) << gate.DebugString() << " vs " << up.DebugString();
-  return RunBinary(cpu::BinaryKind::kSwiGlu, gate, up);
-}
-
-Tensor SwiGlu(const Tensor& gate, const Tensor& up, DType out_dtype) {
+Tensor SwiGlu(const Tensor& gate, const Tensor& up, std::optional<DType> out_dtype) {
   OMNI_CHECK(gate.shape() == up.shape()) << gate.DebugString() << " vs " << up.DebugString();
   return RunBinary(cpu::BinaryKind::kSwiGlu, gate, up, out_dtype);
 }
 
 Tensor Cast(const Tensor& x, DType dtype) {
   CheckFloat(x);
-  OMNI_CHECK(dtype == DType::kF32 || dtype == DType::kBF16) << "cast to " << DTypeName(dtype);
+  OMNI_CHECK(IsF32OrBf16(dtype)) << "cast to " << DTypeName(dtype);
   if (x.dtype() == dtype) return x;
   Tensor out = Tensor::Empty(x.shape(), dtype);
   cpu::Unary(cpu::UnaryKind::kCopy, x.Contiguous(), out, 0.f);

@@ -3,6 +3,7 @@
 // give f32). Binary ops broadcast as numpy does.
 #pragma once
 
+#include <optional>
 #include <span>
 
 #include "tensor/tensor.h"
@@ -19,10 +20,10 @@ enum class GeluApprox { kNone, kTanh };  // kNone: exact erf form
 Tensor Gelu(const Tensor& x, GeluApprox approx = GeluApprox::kNone);
 Tensor Silu(const Tensor& x);
 Tensor Tanh(const Tensor& x);
-// silu(gate) * up; gate and up [..., F] of one shape. The second form
-// writes `out_dtype` (e.g. bf16 for a bf16 linear that reads it next).
-Tensor SwiGlu(const Tensor& gate, const Tensor& up);
-Tensor SwiGlu(const Tensor& gate, const Tensor& up, DType out_dtype);
+// silu(gate) * up; gate and up [..., F] of one shape. `out_dtype` (f32 or
+// bf16) overrides the usual result dtype, e.g. bf16 for the bf16 linear
+// that reads it next.
+Tensor SwiGlu(const Tensor& gate, const Tensor& up, std::optional<DType> out_dtype = std::nullopt);
 
 // x converted to `dtype` (f32 or bf16; round to nearest even), in parallel;
 // x itself when it already has that dtype.

@@ -14,7 +14,6 @@
 #include "backend/cpu/huge_buffer.h"
 #include "core/log.h"
 
-
 namespace omni::cpu {
 namespace {
 

@@ -227,6 +227,7 @@ std::string PoolRouter::DebugJson() const {
     out += ",\"picks_since_scrape\":" + std::to_string(s.picks_since_scrape);
     out += ",\"approx_index_blocks\":" + std::to_string(approx_.size(static_cast<int>(e)));
     out += ",\"precise_index_blocks\":" + std::to_string(precise_.blocks_held(static_cast<int>(e)));
+    out += ",\"precise_pending_blocks\":" + std::to_string(precise_.blocks_pending(static_cast<int>(e)));
     out += ",\"last_scores\":{";
     for (size_t k = 0; k < profile_.scorers.size(); ++k) {
       if (k > 0) out += ',';
