@@ -129,7 +129,11 @@ void Write(Level level, std::string_view request_id, std::string_view message) {
 
 std::string NewRequestId() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
-  return fmt::format("{:016x}", rng());
+  static constexpr char kHex[] = "0123456789abcdef";
+  uint64_t v = rng();
+  std::string id(16, '0');  // fits the small-string buffer: no allocation
+  for (int i = 15; i >= 0; --i, v >>= 4) id[i] = kHex[v & 0xf];
+  return id;
 }
 
 }  // namespace omni::log

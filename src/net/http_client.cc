@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <array>
 #include <atomic>
 #include <future>
 #include <limits>
@@ -13,7 +14,6 @@
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/use_future.hpp>
-#include <boost/beast/http/write.hpp>
 
 #include "net/internal/asio.h"
 #include "net/internal/server_impl.h"
@@ -241,25 +241,48 @@ class HttpClient::Impl {
     co_return std::move(stream);
   }
 
-  http::request<http::string_body> BuildRequest(const HttpClientRequest& request, const Url& url) const {
-    http::request<http::string_body> req;
-    req.method_string(HttpMethodName(request.method));
-    req.target(url.target);
-    req.version(11);
-    for (const auto& [name, value] : request.headers) req.insert(name, value);
-    if (!request.headers.Has("host")) req.set(http::field::host, url.HostPort());
-    if (!request.headers.Has("user-agent")) req.set(http::field::user_agent, options_.user_agent);
-    req.body() = request.body;
-    req.prepare_payload();
-    return req;
+  // The request line and headers, serialized by hand: Beast's serializer and
+  // its field container cost more than the rest of a proxied request's send.
+  // The body follows as a second buffer. Framing headers are ours to set; a
+  // caller's name or value with CR or LF is dropped (header injection).
+  std::string SerializeHead(const HttpClientRequest& request, const Url& url) const {
+    std::string head;
+    head.reserve(128 + url.target.size() + 32 * request.headers.size());
+    head += HttpMethodName(request.method);
+    head += ' ';
+    head += url.target;
+    head += " HTTP/1.1\r\n";
+    auto add = [&head](std::string_view name, std::string_view value) {
+      head += name;
+      head += ": ";
+      head += value;
+      head += "\r\n";
+    };
+    for (const auto& [name, value] : request.headers) {
+      if (EqualsIgnoreCase(name, "content-length") || EqualsIgnoreCase(name, "transfer-encoding") ||
+          name.find_first_of("\r\n:") != std::string::npos || value.find_first_of("\r\n") != std::string::npos) {
+        continue;
+      }
+      add(name, value);
+    }
+    if (!request.headers.Has("host")) add("host", url.HostPort());
+    if (!request.headers.Has("user-agent")) add("user-agent", options_.user_agent);
+    // As RFC 9110 section 8.6 asks: a length for any body, and for methods
+    // whose requests are expected to carry one even when it is empty.
+    const bool wants_length = request.method == HttpMethod::kPost || request.method == HttpMethod::kPut ||
+                              request.method == HttpMethod::kPatch;
+    if (!request.body.empty() || wants_length) add("content-length", std::to_string(request.body.size()));
+    head += "\r\n";
+    return head;
   }
 
   asio::awaitable<AttemptResult> Attempt(TcpStream& stream, const HttpClientRequest& request, const Url& url,
                                          const HttpStreamCallbacks& callbacks, size_t body_limit, Deadline deadline) {
     AttemptResult r;
-    auto req = BuildRequest(request, url);
+    const std::string head = SerializeHead(request, url);
+    const std::array<asio::const_buffer, 2> out{asio::buffer(head), asio::buffer(request.body)};
     stream.expires_at(deadline);
-    auto [wec, wn] = co_await http::async_write(stream, req, kNoThrow);
+    auto [wec, wn] = co_await asio::async_write(stream, out, kNoThrow);
     if (wec) {
       r.status = NetworkError(wec, "send to", url);
       r.stale_connection = IsConnectionDrop(wec);

@@ -1,6 +1,8 @@
 // One coroutine per connection: read a request, dispatch it, write the reply,
 // repeat while the connection is kept alive.
-#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <sys/socket.h>
+
+#include <cerrno>
 
 #include "core/log.h"
 #include "net/internal/server_impl.h"
@@ -8,7 +10,6 @@
 namespace omni {
 
 using namespace net_internal;  // NOLINT: aliases private to src/net
-using namespace boost::asio::experimental::awaitable_operators;  // NOLINT: a || b on awaitables
 
 namespace {
 
@@ -195,20 +196,28 @@ asio::awaitable<void> Pump(Impl& srv, std::shared_ptr<Connection> conn, ReplyCha
   }
 }
 
-// Keeps a read pending while a handler works, so a client that closes or
-// resets the connection is noticed at once rather than at the next write.
-asio::awaitable<void> WatchForHangup(std::shared_ptr<Connection> conn, ReplyChannel& ch) {
-  auto [ec, n] = co_await conn->stream.socket().async_read_some(conn->buffer.prepare(kReadChunk), kNoThrow);
-  if (!ec) {
-    // Bytes of a pipelined next request: keep them, stop reading (memory
-    // stays bounded), and wait to be cancelled when the reply is done.
-    conn->buffer.commit(n);
-    asio::steady_timer forever(conn->stream.get_executor(), asio::steady_timer::time_point::max());
-    co_await forever.async_wait(kNoThrow);
-    co_return;
-  }
-  if (ec == asio::error::operation_aborted) co_return;  // the reply finished first
-  ch.MarkGone();
+// Waits for the client's socket to become readable while a handler works, so
+// a client that closes or resets the connection is noticed at once rather
+// than at the next write. Nothing is read: bytes of a pipelined next request
+// stay in the kernel for the next ServeOne, and the watch ends there (as it
+// does when the reply finishes and Pump's caller cancels it). A plain
+// completion handler rather than a coroutine raced against Pump: the race's
+// spawned coroutines cost more than the rest of a small proxied reply.
+void WatchForHangup(const std::shared_ptr<Connection>& conn, const std::shared_ptr<ReplyChannel>& ch) {
+  conn->stream.socket().async_wait(tcp::socket::wait_read, [conn, ch](const boost::system::error_code& ec) {
+    if (ec == asio::error::operation_aborted || conn->channel != ch) return;  // the reply finished first
+    if (!ec) {
+      char byte;
+      ssize_t n = ::recv(conn->stream.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (n > 0) return;  // a pipelined request, not a hang-up
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        WatchForHangup(conn, ch);  // a spurious wake-up
+        return;
+      }
+    }
+    ch->MarkGone();
+    conn->signal.cancel();  // Pump sees gone() and stops
+  });
 }
 
 // Runs a pooled or streaming handler and relays its ReplyChannel.
@@ -242,13 +251,10 @@ asio::awaitable<Outcome> RunWithChannel(Impl& srv, std::shared_ptr<Connection> c
   }  // if the handler kept no reference, the channel now holds its reply (or a 500)
 
   Outcome out;
-  try {
-    co_await (Pump(srv, conn, *channel, ctx, &out) || WatchForHangup(conn, *channel));
-  } catch (const std::exception& e) {
-    // Cancellation can surface as an exception from a later co_await; either
-    // way the reply did not complete.
-    out.complete = false;
-  }
+  WatchForHangup(conn, channel);
+  co_await Pump(srv, conn, *channel, ctx, &out);
+  boost::system::error_code ignored;
+  conn->stream.socket().cancel(ignored);  // ends the watch; Pump's writes are done
   if (!out.complete) {
     channel->MarkGone();
     if (out.status == 0) out.status = 499;

@@ -93,6 +93,35 @@ TEST(HttpClientTest, ConcurrentRequestsFromManyThreads) {
   EXPECT_LE(client.connections_opened(), 4u);
 }
 
+// The client writes the request head itself: the caller's headers arrive,
+// framing is the client's, and a value carrying CR LF cannot add a header.
+TEST(HttpClientTest, RequestHeadCarriesHeadersAndFramingButNoInjection) {
+  HttpServer server(TestServerOptions());
+  std::promise<HttpRequest> seen;
+  server.Route(HttpMethod::kPost, "/echo", [&](const HttpRequest& r) {
+    seen.set_value(r);
+    return JsonResponse(200, "{}");
+  });
+  ASSERT_TRUE(server.Start().ok());
+  HttpClient client;
+  HttpClientRequest req{.method = HttpMethod::kPost, .url = BaseUrl(server) + "/echo?a=1", .body = "hello"};
+  req.headers.Set("x-kept", "yes");
+  req.headers.Set("x-evil", "v\r\nx-injected: 1");
+  req.headers.Set("content-length", "999");  // framing is the client's, not the caller's
+  auto r = client.Request(req);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 200);
+  HttpRequest got = seen.get_future().get();
+  EXPECT_EQ(got.target, "/echo?a=1");
+  EXPECT_EQ(got.body, "hello");
+  EXPECT_EQ(got.headers.GetOr("x-kept", ""), "yes");
+  EXPECT_FALSE(got.headers.Has("x-evil"));
+  EXPECT_FALSE(got.headers.Has("x-injected"));
+  EXPECT_EQ(got.headers.GetOr("content-length", ""), "5");
+  EXPECT_EQ(got.headers.GetOr("user-agent", ""), "omniserve");
+  EXPECT_TRUE(got.headers.Has("host"));
+}
+
 TEST(HttpClientTest, HeadRequestHasNoBody) {
   HttpServer server(TestServerOptions());
   server.Route(HttpMethod::kGet, "/x", [](const HttpRequest&) { return JsonResponse(200, "0123456789"); });

@@ -109,6 +109,61 @@ TEST(HttpStreamingTest, ServerNoticesClientGoneMidStream) {
   kept.reset();
 }
 
+// The hang-up watch runs while the handler has not answered at all: a client
+// that closes then is noticed without any write.
+TEST(HttpStreamingTest, ServerNoticesClientGoneBeforeAnyReply) {
+  HttpServer server(TestServerOptions());
+  std::promise<void> gone_callback;
+  std::shared_ptr<ResponseWriter> kept;
+  std::promise<void> handler_ran;
+  server.RouteStreaming(HttpMethod::kPost, "/slow", [&](HttpRequest, std::shared_ptr<ResponseWriter> w) {
+    w->OnClientGone([&] { gone_callback.set_value(); });
+    kept = w;  // no reply yet
+    handler_ran.set_value();
+  });
+  ASSERT_TRUE(server.Start().ok());
+  int fd = testing::ConnectRaw(server.port());
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(testing::SendAll(fd, "POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"));
+  ASSERT_EQ(handler_ran.get_future().wait_for(kTestWait), std::future_status::ready);
+  close(fd);
+  ASSERT_EQ(gone_callback.get_future().wait_for(kTestWait), std::future_status::ready);
+  EXPECT_TRUE(kept->client_gone());
+  EXPECT_FALSE(kept->Send(HttpResponse{.status = 200, .body = "late"}));
+  kept.reset();
+}
+
+// A request pipelined behind a slow reply is neither lost nor taken for a
+// hang-up: both are answered, in order.
+TEST(HttpStreamingTest, PipelinedRequestBehindSlowReplyIsServed) {
+  HttpServer server(TestServerOptions());
+  std::vector<std::thread> repliers;
+  std::atomic<int> calls{0};
+  server.RouteStreaming(HttpMethod::kGet, "/n", [&](HttpRequest, std::shared_ptr<ResponseWriter> w) {
+    const int n = ++calls;
+    repliers.emplace_back([w, n] {
+      if (n == 1) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      w->Send(HttpResponse{.status = 200, .body = "reply-" + std::to_string(n)});
+    });
+  });
+  ASSERT_TRUE(server.Start().ok());
+  int fd = testing::ConnectRaw(server.port());
+  ASSERT_GE(fd, 0);
+  // The second request arrives while the first is in the handler, so it sits
+  // in the kernel rather than in the server's read buffer.
+  ASSERT_TRUE(testing::SendAll(fd, "GET /n HTTP/1.1\r\nHost: x\r\n\r\n"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(testing::SendAll(fd, "GET /n HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  std::string all = testing::ReadUntilClose(fd);
+  close(fd);
+  for (auto& t : repliers) t.join();
+  size_t first = all.find("reply-1");
+  size_t second = all.find("reply-2");
+  ASSERT_NE(first, std::string::npos) << all;
+  ASSERT_NE(second, std::string::npos) << all;
+  EXPECT_LT(first, second);
+}
+
 // A client that sends its request and then never reads: once the socket
 // buffers fill, the stall timeout must mark it gone so the producer's Write()
 // returns false instead of blocking forever.

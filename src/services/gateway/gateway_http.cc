@@ -181,7 +181,8 @@ void GatewayHttpAdapter::Done(const std::shared_ptr<Call>& call, StatusOr<int> s
     if (call->streaming) {
       call->writer->Finish();
     } else {
-      call->writer->Send(HttpResponse{.status = call->status, .headers = call->headers, .body = std::move(call->body)});
+      call->writer->Send(
+          HttpResponse{.status = call->status, .headers = std::move(call->headers), .body = std::move(call->body)});
     }
     pool.router->Finish(decision.chosen);
     Outcomes& outcomes = OutcomesOf(pool, decision.chosen);
