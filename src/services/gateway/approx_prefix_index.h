@@ -37,6 +37,7 @@ class ApproxPrefixIndex {
   void SetCapacity(int e, size_t capacity);
   void Clear(int e) { sets_[e].Clear(); }
   size_t size(int e) const { return sets_[e].size(); }
+  size_t capacity(int e) const { return sets_[e].capacity(); }
 
  private:
   size_t default_capacity_;

@@ -82,7 +82,10 @@ void EndpointPoller::Scrape(Target& t) {
             t.pool->router->ReportLoad(t.endpoint, EndpointLoad{.waiting = m.num_requests_waiting.value_or(0),
                                                                 .running = m.num_requests_running.value_or(0),
                                                                 .kv_usage = m.kv_cache_usage_perc.value_or(0),
-                                                                .num_blocks = m.num_gpu_blocks.value_or(0)});
+                                                                .num_blocks = m.num_gpu_blocks.value_or(0),
+                                                                .block_size = m.block_size.value_or(0),
+                                                                .prompt_tokens_total =
+                                                                    m.prefix_cache_queries_total.value_or(-1)});
           }
         }
         if (!ok) scrape_errors_->Inc();

@@ -24,7 +24,9 @@ PoolRouter::PoolRouter(std::vector<std::string> addresses, RoutingProfile profil
       last_scores_(addresses.size(), std::vector<double>(profile_.scorers.size(), 0.0)),
       approx_(static_cast<int>(addresses.size()), profile_.lru_capacity_per_server),
       precise_(static_cast<int>(addresses.size()), profile_.precise_block_size),
-      rng_(seed) {
+      rng_(seed),
+      last_tokens_(addresses.size(), -1),
+      block_tokens_(addresses.size(), 16) {
   OMNI_CHECK(!addresses.empty()) << "a pool needs endpoints";
   OMNI_CHECK(addresses.size() < 65536) << "too many endpoints";
   for (std::string& a : addresses) endpoints_.push_back(EndpointSnapshot{.address = std::move(a)});
@@ -36,6 +38,7 @@ RouteDecision PoolRouter::Pick(const RouteRequest& request) {
     decision.approx_hashes = ApproxPromptHashes(request.model, request.cache_salt, request.prompt_text,
                                                 profile_.approx_block_chars, profile_.max_prefix_blocks);
   }
+  const double prompt_chars = static_cast<double>(request.prompt_text.size());
   if (profile_.Uses(PluginType::kPrecisePrefixCacheScorer) && request.cache_salt.empty()) {
     decision.precise_hashes = precise_.RequestHashes(request.token_ids, profile_.max_prefix_blocks);
   }
@@ -64,6 +67,7 @@ RouteDecision PoolRouter::Pick(const RouteRequest& request) {
     if (!ranked[e]) decision.ranked.push_back(e);
   }
   decision.chosen = decision.ranked.front();
+  routed_chars_ += prompt_chars;  // once per request, whichever endpoint serves it
   if (!scored.prefix.empty()) {
     auto pos = std::find(scored.candidates.begin(), scored.candidates.end(), decision.chosen);
     decision.prefix_score = scored.prefix[pos - scored.candidates.begin()];
@@ -166,11 +170,43 @@ void PoolRouter::ReportLoad(int e, const EndpointLoad& load) {
   s.running = load.running;
   s.kv_usage = load.kv_usage;
   s.picks_since_scrape = 0;
-  if (load.num_blocks != s.num_blocks) {
-    s.num_blocks = load.num_blocks;
-    approx_.SetCapacity(e, static_cast<size_t>(std::max<int64_t>(load.num_blocks, 0)));
+  s.num_blocks = load.num_blocks;
+  block_tokens_[e] = load.block_size > 0 ? load.block_size : 16;
+  if (load.prompt_tokens_total >= 0) {
+    // A restarted server counts from zero again: rebase without a delta.
+    double& last = last_tokens_[e];
+    if (last >= 0 && load.prompt_tokens_total >= last) counted_tokens_ += load.prompt_tokens_total - last;
+    last = load.prompt_tokens_total;
   }
+  SizeApproxIndexLocked(e);
   last_scrape_[e] = clock_.Now();
+}
+
+double PoolRouter::CharsPerTokenLocked() const {
+  const double assumed = profile_.approx_block_chars / 16.0;  // llm-d: 64 characters = 16 tokens x 4
+  if (counted_tokens_ < kCalibrationTokens || routed_chars_ <= 0) return assumed;
+  return std::clamp(routed_chars_ / counted_tokens_, 0.25, 64.0);
+}
+
+void PoolRouter::SizeApproxIndexLocked(int e) {
+  const int64_t blocks = endpoints_[e].num_blocks;
+  if (blocks <= 0) {
+    approx_.SetCapacity(e, 0);  // the profile's lruCapacityPerServer
+    return;
+  }
+  const double tokens = static_cast<double>(blocks) * static_cast<double>(block_tokens_[e]);
+  const double chars = tokens * CharsPerTokenLocked();
+  approx_.SetCapacity(e, std::max<size_t>(1, static_cast<size_t>(chars / profile_.approx_block_chars)));
+}
+
+double PoolRouter::chars_per_token() const {
+  std::lock_guard lock(mu_);
+  return CharsPerTokenLocked();
+}
+
+size_t PoolRouter::approx_capacity(int e) const {
+  std::lock_guard lock(mu_);
+  return approx_.capacity(e);
 }
 
 bool PoolRouter::SetHealthy(int e, bool healthy) {
@@ -212,6 +248,7 @@ std::string PoolRouter::DebugJson() const {
   AppendJsonString(profile_.name, &out);
   out += ",\"picker\":";
   AppendJsonString(PluginTypeName(profile_.picker), &out);
+  out += ",\"approx_chars_per_token\":" + std::to_string(CharsPerTokenLocked());
   out += ",\"endpoints\":[";
   for (size_t e = 0; e < snap.size(); ++e) {
     const EndpointSnapshot& s = snap[e];
@@ -226,6 +263,7 @@ std::string PoolRouter::DebugJson() const {
     out += ",\"in_flight\":" + std::to_string(s.in_flight);
     out += ",\"picks_since_scrape\":" + std::to_string(s.picks_since_scrape);
     out += ",\"approx_index_blocks\":" + std::to_string(approx_.size(static_cast<int>(e)));
+    out += ",\"approx_index_capacity\":" + std::to_string(approx_.capacity(static_cast<int>(e)));
     out += ",\"precise_index_blocks\":" + std::to_string(precise_.blocks_held(static_cast<int>(e)));
     out += ",\"precise_pending_blocks\":" + std::to_string(precise_.blocks_pending(static_cast<int>(e)));
     out += ",\"last_scores\":{";

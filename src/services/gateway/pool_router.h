@@ -53,6 +53,10 @@ struct EndpointLoad {
   double running = 0;
   double kv_usage = 0;
   int64_t num_blocks = 0;  // 0: unknown
+  int64_t block_size = 0;  // tokens per KV block; 0: unknown (16 assumed)
+  // vllm:prefix_cache_queries_total: prompt tokens the server has looked up,
+  // a running count of the prompts it was sent; -1 when not reported.
+  double prompt_tokens_total = -1;
 };
 
 class PoolRouter {
@@ -80,6 +84,18 @@ class PoolRouter {
   // {"profile": ..., "endpoints": [{address, healthy, ..., "last_scores": {...}}]}
   std::string DebugJson() const;
 
+  // The prefix-cache-scorer's blocks are characters, the servers' are
+  // tokens. llm-d assumes 4 characters per token; the router measures the
+  // pool's own ratio instead (prompt characters it routed over the prompt
+  // tokens the servers report) once the servers have counted
+  // kCalibrationTokens, and sizes each endpoint's approximate index to hold
+  // what the endpoint's KV blocks hold. Without it a tokenizer with fewer
+  // characters per token makes the index remember prefixes the server has
+  // long evicted.
+  static constexpr double kCalibrationTokens = 4096;
+  double chars_per_token() const;
+  size_t approx_capacity(int e) const;
+
  private:
   struct Scored {
     std::vector<int> candidates;
@@ -91,6 +107,8 @@ class PoolRouter {
   Scored ScoreLocked(const RouteRequest& request, std::span<const EndpointSnapshot> snap,
                      std::span<const uint64_t> approx, std::span<const uint64_t> precise);  // requires mu_
   void CommitLocked(int e, const RouteDecision& decision);  // requires mu_
+  double CharsPerTokenLocked() const;                       // requires mu_
+  void SizeApproxIndexLocked(int e);                        // requires mu_
 
   const RoutingProfile profile_;
   const Clock& clock_;
@@ -104,6 +122,11 @@ class PoolRouter {
   std::unordered_map<std::string, int> sessions_;     // guarded by mu_
   uint64_t round_robin_ = 0;                          // guarded by mu_
   PickRng rng_;                                       // guarded by mu_
+  // Calibration of the approximate index (chars_per_token()).
+  double routed_chars_ = 0;                           // guarded by mu_; prompt characters picked
+  double counted_tokens_ = 0;                         // guarded by mu_; prompt tokens since each first scrape
+  std::vector<double> last_tokens_;                   // guarded by mu_; per endpoint, -1 before any
+  std::vector<int64_t> block_tokens_;                 // guarded by mu_; per endpoint, tokens per KV block
 };
 
 }  // namespace omni::gateway

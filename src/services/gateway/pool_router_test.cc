@@ -59,6 +59,42 @@ TEST(PoolRouter, SharedPrefixSticksToOneEndpoint) {
   EXPECT_NEAR(second.prefix_score, 10.0 / 11.0, 1e-12);
 }
 
+// 64-character blocks stand for 16 tokens only at 4 characters per token.
+// Here the servers count one prompt token per 2 routed characters, so an
+// endpoint's 100 KV blocks (1600 tokens, 3200 characters) hold 50 index
+// blocks, not 100.
+TEST(PoolRouter, ApproxIndexIsSizedByTheMeasuredCharactersPerToken) {
+  FakeClock clock;
+  PoolRouter router(Addresses(2), Profile({{PluginType::kPrefixCacheScorer, "prefix-cache-scorer", 1}}), clock, 3);
+  for (int e = 0; e < 2; ++e) {
+    router.ReportLoad(e, EndpointLoad{.num_blocks = 100, .block_size = 16, .prompt_tokens_total = 500});
+  }
+  EXPECT_EQ(router.chars_per_token(), 4.0);  // llm-d's assumption until measured
+  EXPECT_EQ(router.approx_capacity(0), 100u);
+
+  const std::string prompt(1000, 'p');
+  for (int i = 0; i < 10; ++i) router.Pick({.model = "m", .prompt_text = prompt});  // 10k characters
+  // 5000 tokens counted (from the first scrapes' 500 on), split over the two
+  // endpoints: at the threshold, so the ratio is measured.
+  router.ReportLoad(0, EndpointLoad{.num_blocks = 100, .block_size = 16, .prompt_tokens_total = 3000});
+  EXPECT_EQ(router.approx_capacity(0), 100u);  // 2500 tokens so far: still assumed
+  router.ReportLoad(1, EndpointLoad{.num_blocks = 100, .block_size = 16, .prompt_tokens_total = 3000});
+  EXPECT_DOUBLE_EQ(router.chars_per_token(), 2.0);
+  EXPECT_EQ(router.approx_capacity(1), 50u);
+  router.ReportLoad(0, EndpointLoad{.num_blocks = 100, .block_size = 16, .prompt_tokens_total = 3000});
+  EXPECT_EQ(router.approx_capacity(0), 50u);
+
+  // A restarted server counts from zero: no negative delta, the ratio holds.
+  router.ReportLoad(0, EndpointLoad{.num_blocks = 100, .block_size = 16, .prompt_tokens_total = 10});
+  EXPECT_DOUBLE_EQ(router.chars_per_token(), 2.0);
+  // Servers that report no counter leave llm-d's assumption in place.
+  PoolRouter silent(Addresses(1), Profile({{PluginType::kPrefixCacheScorer, "prefix-cache-scorer", 1}}), clock, 3);
+  silent.ReportLoad(0, EndpointLoad{.num_blocks = 100});
+  for (int i = 0; i < 10; ++i) silent.Pick({.model = "m", .prompt_text = prompt});
+  silent.ReportLoad(0, EndpointLoad{.num_blocks = 100});
+  EXPECT_EQ(silent.approx_capacity(0), 100u);
+}
+
 TEST(PoolRouter, RetargetMovesTheRequest) {
   FakeClock clock;
   PoolRouter router(Addresses(2), Profile({{PluginType::kActiveRequestScorer, "active-request-scorer", 1}}),
