@@ -21,7 +21,7 @@ KV_BLOCKS="${KV_BLOCKS:-480}"
 PRECISE_WEIGHTS="${PRECISE_WEIGHTS:-3 2 2}"
 SINGLE_BLOCKS="${SINGLE_BLOCKS:-4096}"
 CONC="${CONC:-16}"
-REQS="${REQS:-160}"
+REQS="${REQS:-320}"
 WORKLOAD=(--workload multi-turn --num-prefixes "${PREFIXES:-8}" --prefix-len "${PREFIX_LEN:-300}" --input-len 30
   --output-len 8 --turns 4 --concurrency "$CONC" --num-requests "$REQS" --seed 5 --temperature 0)
 work="$(mktemp -d)"

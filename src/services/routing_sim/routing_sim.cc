@@ -78,6 +78,8 @@ class Simulation {
   bool precise_ = false;
   std::vector<SimReplica> replicas_;
   std::vector<bool> step_pending_;  // a kStepStart or kStepEnd is queued for the replica
+  // Prompt tokens sent to each replica: its vllm:prefix_cache_queries_total.
+  std::vector<double> prompt_tokens_sent_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   uint64_t next_seq_ = 0;
   std::mt19937_64 arrivals_rng_;
@@ -114,6 +116,7 @@ Simulation::Simulation(const SimOptions& options, const loadgen::Workload& workl
     addresses.push_back("replica-" + std::to_string(r));
   }
   step_pending_.assign(n, false);
+  prompt_tokens_sent_.assign(n, 0);
   router_ = std::make_unique<gateway::PoolRouter>(std::move(addresses), PolicyProfile(policy), clock_, options.seed);
   precise_ = router_->profile().Uses(PluginType::kPrecisePrefixCacheScorer);
   requests_.reserve(total_requests_);
@@ -156,6 +159,7 @@ void Simulation::SendTurn(int conversation, int turn) {
   requests_.push_back(RequestState{.conversation = conversation, .turn = turn, .replica = r, .sent = now_});
   ++result_.requests_per_replica[r];
   result_.prompt_tokens += request.prompt_len;
+  prompt_tokens_sent_[r] += request.prompt_len;
   replicas_[r].Enqueue(std::move(request));
   WakeReplica(r);
 }
@@ -221,7 +225,9 @@ void Simulation::OnScrape() {
     router_->ReportLoad(r, gateway::EndpointLoad{.waiting = static_cast<double>(rep.waiting()),
                                                  .running = static_cast<double>(rep.running()),
                                                  .kv_usage = rep.kv_usage(),
-                                                 .num_blocks = rep.cache().num_blocks()});
+                                                 .num_blocks = rep.cache().num_blocks(),
+                                                 .block_size = kSimBlockSize,
+                                                 .prompt_tokens_total = prompt_tokens_sent_[r]});
     const int active = rep.waiting() + rep.running();
     max_active = std::max(max_active, active);
     sum_active += active;
