@@ -5,9 +5,9 @@
 // 4 characters); only full blocks count. The hashes chain, XXH64 with seed 0:
 //   h0 = XXH64(model || cache_salt)
 //   hi = XXH64(block_i || h(i-1) as 8 little-endian bytes)
-// Each endpoint keeps an LRU set of hashes with the capacity of its KV
-// blocks; after a pick the chosen endpoint's set gets every hash of the
-// request. An endpoint's score is the number of consecutive blocks from
+// Each endpoint keeps an LRU set of hashes sized to what its KV blocks hold
+// (PoolRouter converts tokens to characters with the pool's measured ratio);
+// after a pick the chosen endpoint's set gets every hash of the request. An endpoint's score is the number of consecutive blocks from
 // block 0 it holds over the prompt's number of blocks.
 //
 // Thread-safety: none; PoolRouter locks around it.
