@@ -17,6 +17,7 @@ struct EndpointSnapshot {
   double running = 0;         // vllm:num_requests_running
   double kv_usage = 0;        // vllm:kv_cache_usage_perc, 0..1
   int64_t num_blocks = 0;     // from vllm:cache_config_info; 0 when unknown
+  int64_t block_size = 16;    // tokens per KV block, from the same series
   // Kept by the gateway itself and updated at pick time, so a burst that
   // arrives between two scrapes still spreads out.
   int in_flight = 0;            // proxied requests not yet finished

@@ -25,8 +25,7 @@ PoolRouter::PoolRouter(std::vector<std::string> addresses, RoutingProfile profil
       approx_(static_cast<int>(addresses.size()), profile_.lru_capacity_per_server),
       precise_(static_cast<int>(addresses.size()), profile_.precise_block_size),
       rng_(seed),
-      last_tokens_(addresses.size(), -1),
-      block_tokens_(addresses.size(), 16) {
+      last_tokens_(addresses.size(), -1) {
   OMNI_CHECK(!addresses.empty()) << "a pool needs endpoints";
   OMNI_CHECK(addresses.size() < 65536) << "too many endpoints";
   for (std::string& a : addresses) endpoints_.push_back(EndpointSnapshot{.address = std::move(a)});
@@ -171,7 +170,7 @@ void PoolRouter::ReportLoad(int e, const EndpointLoad& load) {
   s.kv_usage = load.kv_usage;
   s.picks_since_scrape = 0;
   s.num_blocks = load.num_blocks;
-  block_tokens_[e] = load.block_size > 0 ? load.block_size : 16;
+  s.block_size = load.block_size > 0 ? load.block_size : 16;
   if (load.prompt_tokens_total >= 0) {
     // A restarted server counts from zero again: rebase without a delta.
     double& last = last_tokens_[e];
@@ -194,7 +193,7 @@ void PoolRouter::SizeApproxIndexLocked(int e) {
     approx_.SetCapacity(e, 0);  // the profile's lruCapacityPerServer
     return;
   }
-  const double tokens = static_cast<double>(blocks) * static_cast<double>(block_tokens_[e]);
+  const double tokens = static_cast<double>(blocks) * static_cast<double>(endpoints_[e].block_size);
   const double chars = tokens * CharsPerTokenLocked();
   approx_.SetCapacity(e, std::max<size_t>(1, static_cast<size_t>(chars / profile_.approx_block_chars)));
 }
@@ -260,6 +259,7 @@ std::string PoolRouter::DebugJson() const {
     if (s.has_metrics) out += ",\"metrics_age_ms\":" + std::to_string(s.metrics_age_ms);
     out += ",\"waiting\":" + std::to_string(s.waiting) + ",\"running\":" + std::to_string(s.running);
     out += ",\"kv_cache_usage\":" + std::to_string(s.kv_usage) + ",\"num_blocks\":" + std::to_string(s.num_blocks);
+    out += ",\"block_size\":" + std::to_string(s.block_size);
     out += ",\"in_flight\":" + std::to_string(s.in_flight);
     out += ",\"picks_since_scrape\":" + std::to_string(s.picks_since_scrape);
     out += ",\"approx_index_blocks\":" + std::to_string(approx_.size(static_cast<int>(e)));

@@ -126,7 +126,6 @@ class PoolRouter {
   double routed_chars_ = 0;                           // guarded by mu_; prompt characters picked
   double counted_tokens_ = 0;                         // guarded by mu_; prompt tokens since each first scrape
   std::vector<double> last_tokens_;                   // guarded by mu_; per endpoint, -1 before any
-  std::vector<int64_t> block_tokens_;                 // guarded by mu_; per endpoint, tokens per KV block
 };
 
 }  // namespace omni::gateway
