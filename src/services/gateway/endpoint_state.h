@@ -22,6 +22,10 @@ struct EndpointSnapshot {
   // arrives between two scrapes still spreads out.
   int in_flight = 0;            // proxied requests not yet finished
   int picks_since_scrape = 0;   // requests sent after the metrics were read
+  // Prompt tokens (the KV they hold) of requests picked minus those finished
+  // since the metrics were read: kv_usage moves with them until the next
+  // scrape (KvCacheUtilizationScores).
+  double kv_tokens_since_scrape = 0;
 };
 
 }  // namespace omni::gateway

@@ -184,13 +184,13 @@ void GatewayHttpAdapter::Done(const std::shared_ptr<Call>& call, StatusOr<int> s
       call->writer->Send(
           HttpResponse{.status = call->status, .headers = std::move(call->headers), .body = std::move(call->body)});
     }
-    pool.router->Finish(decision.chosen);
+    pool.router->Finish(decision.chosen, decision.kv_tokens);
     Outcomes& outcomes = OutcomesOf(pool, decision.chosen);
     (call->status < 500 ? outcomes.ok : outcomes.upstream_error)->Inc();
     return;
   }
   if (client_gone) {
-    pool.router->Finish(decision.chosen);
+    pool.router->Finish(decision.chosen, decision.kv_tokens);
     OutcomesOf(pool, decision.chosen).client_gone->Inc();
     return;
   }
@@ -207,7 +207,7 @@ void GatewayHttpAdapter::Done(const std::shared_ptr<Call>& call, StatusOr<int> s
     Attempt(call);
     return;
   }
-  pool.router->Finish(decision.chosen);
+  pool.router->Finish(decision.chosen, decision.kv_tokens);
   OutcomesOf(pool, decision.chosen).error->Inc();
   OMNI_LOG(kWarn, "gateway: request {} to {} failed: {}", call->request.request_id, address,
            status.status().message());

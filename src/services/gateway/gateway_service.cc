@@ -54,7 +54,10 @@ StatusOr<RoutedRequest> GatewayService::Route(const HttpRequest& request) {
   const bool chat = IsChat(request.path);
   RouteRequest route{.model = model};
   std::optional<std::string_view> raw_prompt;
-  if (router.profile().Uses(PluginType::kPrefixCacheScorer)) {
+  // The approximate scorer hashes the prompt; the KV-utilization scorer
+  // counts its size towards the chosen endpoint's usage until the next scrape.
+  if (router.profile().Uses(PluginType::kPrefixCacheScorer) ||
+      router.profile().Uses(PluginType::kKvCacheUtilizationScorer)) {
     OMNI_ASSIGN_OR_RETURN(raw_prompt, PeekJsonRawMember(request.body, chat ? "messages" : "prompt"));
     route.prompt_text = raw_prompt.value_or(std::string_view());
   }

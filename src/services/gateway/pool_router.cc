@@ -43,6 +43,11 @@ RouteDecision PoolRouter::Pick(const RouteRequest& request) {
   }
 
   std::lock_guard lock(mu_);
+  if (!request.token_ids.empty()) {
+    decision.kv_tokens = static_cast<double>(request.token_ids.size());
+  } else if (prompt_chars > 0) {
+    decision.kv_tokens = prompt_chars / CharsPerTokenLocked();
+  }
   const std::vector<EndpointSnapshot> snap = SnapshotLocked();
   Scored scored = ScoreLocked(request, snap, decision.approx_hashes, decision.precise_hashes);
   switch (profile_.picker) {
@@ -140,6 +145,7 @@ PoolRouter::Scored PoolRouter::ScoreLocked(const RouteRequest& request, std::spa
 void PoolRouter::CommitLocked(int e, const RouteDecision& decision) {
   ++endpoints_[e].in_flight;
   ++endpoints_[e].picks_since_scrape;
+  endpoints_[e].kv_tokens_since_scrape += decision.kv_tokens;
   if (!decision.approx_hashes.empty()) approx_.Record(e, decision.approx_hashes);
   if (!decision.precise_hashes.empty() && profile_.precise_pending_ttl.count() > 0) {
     const Clock::MonoTime now = clock_.Now();
@@ -152,13 +158,15 @@ void PoolRouter::Retarget(RouteDecision& decision, int to) {
   EndpointSnapshot& from = endpoints_[decision.chosen];
   from.in_flight = std::max(0, from.in_flight - 1);
   from.picks_since_scrape = std::max(0, from.picks_since_scrape - 1);
+  from.kv_tokens_since_scrape -= decision.kv_tokens;
   CommitLocked(to, decision);
   decision.chosen = to;
 }
 
-void PoolRouter::Finish(int e) {
+void PoolRouter::Finish(int e, double kv_tokens) {
   std::lock_guard lock(mu_);
   endpoints_[e].in_flight = std::max(0, endpoints_[e].in_flight - 1);
+  endpoints_[e].kv_tokens_since_scrape -= kv_tokens;
 }
 
 void PoolRouter::ReportLoad(int e, const EndpointLoad& load) {
@@ -169,6 +177,7 @@ void PoolRouter::ReportLoad(int e, const EndpointLoad& load) {
   s.running = load.running;
   s.kv_usage = load.kv_usage;
   s.picks_since_scrape = 0;
+  s.kv_tokens_since_scrape = 0;
   s.num_blocks = load.num_blocks;
   s.block_size = load.block_size > 0 ? load.block_size : 16;
   if (load.prompt_tokens_total >= 0) {

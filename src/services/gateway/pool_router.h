@@ -45,6 +45,10 @@ struct RouteDecision {
   double prefix_score = -1;  // the chosen endpoint's prefix score; -1 without a prefix scorer
   std::vector<uint64_t> approx_hashes;   // recorded on whichever endpoint serves it
   std::vector<uint64_t> precise_hashes;  // pending on it until its KV events arrive
+  // The prompt's tokens (counted by the precise scorer's tokenizer, else
+  // estimated from its characters); 0 when neither is known. They count
+  // towards the endpoint's KV usage from the pick to Finish.
+  double kv_tokens = 0;
 };
 
 // One scrape's reading.
@@ -72,8 +76,8 @@ class PoolRouter {
   // Moves a committed request to another endpoint (a retry after the chosen
   // one failed to connect); `decision.chosen` becomes `to`.
   void Retarget(RouteDecision& decision, int to);
-  // The request on `e` finished (or failed).
-  void Finish(int e);
+  // The request on `e` finished (or failed); `kv_tokens` is its decision's.
+  void Finish(int e, double kv_tokens);
 
   void ReportLoad(int e, const EndpointLoad& load);
   // Ejects or readmits; true if that changed the endpoint's state.

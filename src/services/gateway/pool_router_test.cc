@@ -52,7 +52,7 @@ TEST(PoolRouter, SharedPrefixSticksToOneEndpoint) {
   const std::string system(640, 's');  // 10 blocks of 64 characters
   RouteDecision first = router.Pick({.model = "m", .prompt_text = system + "question one"});
   EXPECT_EQ(first.prefix_score, 0.0);
-  router.Finish(first.chosen);
+  router.Finish(first.chosen, first.kv_tokens);
   ReportIdle(router);
   RouteDecision second = router.Pick({.model = "m", .prompt_text = system + std::string(64, 'q')});
   EXPECT_EQ(second.chosen, first.chosen);
@@ -107,8 +107,45 @@ TEST(PoolRouter, RetargetMovesTheRequest) {
   std::vector<EndpointSnapshot> snap = router.Snapshot();
   EXPECT_EQ(snap[first].in_flight, 0);
   EXPECT_EQ(snap[d.chosen].in_flight, 1);
-  router.Finish(d.chosen);
+  router.Finish(d.chosen, d.kv_tokens);
   EXPECT_EQ(router.Snapshot()[d.chosen].in_flight, 0);
+}
+
+TEST(PoolRouter, KvUsageFollowsPicksAndFinishesBetweenScrapes) {
+  FakeClock clock;
+  PoolRouter router(Addresses(2),
+                    Profile({{PluginType::kKvCacheUtilizationScorer, "kv-cache-utilization-scorer", 1}}), clock, 5);
+  // 100 blocks of 16 tokens each; endpoint 0 scraped at 0.6, endpoint 1 at 0.4.
+  router.ReportLoad(0, EndpointLoad{.kv_usage = 0.6, .num_blocks = 100, .block_size = 16});
+  router.ReportLoad(1, EndpointLoad{.kv_usage = 0.4, .num_blocks = 100, .block_size = 16});
+  // A 480-token prompt (0.3 of an endpoint's KV) goes to the emptier one,
+  // which then looks 0.7 full until the next scrape.
+  std::vector<int32_t> tokens(480, 7);
+  RouteDecision a = router.Pick({.model = "m", .token_ids = tokens});
+  EXPECT_EQ(a.chosen, 1);
+  EXPECT_EQ(a.kv_tokens, 480);
+  EXPECT_EQ(router.Snapshot()[1].kv_tokens_since_scrape, 480);
+  // So the next one goes to endpoint 0 (0.6 < 0.7) ...
+  RouteDecision b = router.Pick({.model = "m", .token_ids = tokens});
+  EXPECT_EQ(b.chosen, 0);
+  // ... and once it finishes, endpoint 0 is back at 0.6, below endpoint 1's 0.7.
+  router.Finish(b.chosen, b.kv_tokens);
+  EXPECT_EQ(router.Snapshot()[0].kv_tokens_since_scrape, 0);
+  EXPECT_EQ(router.Pick({.model = "m", .token_ids = tokens}).chosen, 0);
+  // A scrape replaces the estimate.
+  router.ReportLoad(0, EndpointLoad{.kv_usage = 0.6, .num_blocks = 100, .block_size = 16});
+  EXPECT_EQ(router.Snapshot()[0].kv_tokens_since_scrape, 0);
+}
+
+TEST(PoolRouter, KvTokensEstimatedFromPromptCharacters) {
+  FakeClock clock;
+  PoolRouter router(Addresses(1),
+                    Profile({{PluginType::kKvCacheUtilizationScorer, "kv-cache-utilization-scorer", 1}}), clock, 6);
+  ReportIdle(router);
+  // Before calibration: llm-d's 4 characters per token.
+  const std::string prompt(640, 'p');
+  EXPECT_EQ(router.Pick({.model = "m", .prompt_text = prompt}).kv_tokens, 160);
+  EXPECT_EQ(router.Pick({.model = "m"}).kv_tokens, 0);
 }
 
 TEST(PoolRouter, UnhealthyAndStaleEndpointsAreAvoided) {
@@ -123,7 +160,7 @@ TEST(PoolRouter, UnhealthyAndStaleEndpointsAreAvoided) {
     EXPECT_EQ(d.chosen, 2);
     // The filtered-out endpoints stay behind it as last-resort retries.
     EXPECT_EQ(d.ranked.size(), 3u);
-    router.Finish(d.chosen);
+    router.Finish(d.chosen, d.kv_tokens);
   }
 }
 
@@ -194,7 +231,7 @@ TEST(PoolRouter, PreciseBurstFollowsTheFirstPickUntilEventsAreDue) {
     EXPECT_EQ(d.chosen, first);
     EXPECT_EQ(d.prefix_score, 1.0);
   }
-  for (int i = 0; i < 4; ++i) router.Finish(first);
+  for (int i = 0; i < 4; ++i) router.Finish(first, static_cast<double>(tokens.size()));
   clock.Advance(profile.precise_pending_ttl);
   ReportIdle(router);
   EXPECT_EQ(router.Pick({.model = "m", .token_ids = tokens}).prefix_score, 0.0);

@@ -27,11 +27,17 @@ std::vector<int> FilterUnsaturated(std::span<const EndpointSnapshot> endpoints, 
   return FailOpenFilter(candidates, [&](int c) {
     const EndpointSnapshot& e = endpoints[c];
     return e.has_metrics && e.metrics_age_ms <= limits.metrics_staleness_ms &&
-           EffectiveQueue(e) <= limits.queue_depth && e.kv_usage <= limits.kv_cache_usage;
+           EffectiveQueue(e) <= limits.queue_depth && EffectiveKvUsage(e) <= limits.kv_cache_usage;
   });
 }
 
 double EffectiveQueue(const EndpointSnapshot& e) { return e.waiting + e.picks_since_scrape; }
+
+double EffectiveKvUsage(const EndpointSnapshot& e) {
+  const double capacity = static_cast<double>(e.num_blocks) * static_cast<double>(e.block_size);
+  if (capacity <= 0) return e.kv_usage;
+  return std::clamp(e.kv_usage + e.kv_tokens_since_scrape / capacity, 0.0, 1.0);
+}
 
 std::vector<double> QueueScores(std::span<const EndpointSnapshot> endpoints, std::span<const int> candidates) {
   std::vector<double> scores(candidates.size(), 1.0);
@@ -53,7 +59,7 @@ std::vector<double> KvCacheUtilizationScores(std::span<const EndpointSnapshot> e
                                              std::span<const int> candidates) {
   std::vector<double> scores;
   scores.reserve(candidates.size());
-  for (int c : candidates) scores.push_back(std::clamp(1.0 - endpoints[c].kv_usage, 0.0, 1.0));
+  for (int c : candidates) scores.push_back(std::clamp(1.0 - EffectiveKvUsage(endpoints[c]), 0.0, 1.0));
   return scores;
 }
 

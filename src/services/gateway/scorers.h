@@ -25,6 +25,10 @@ std::vector<int> FilterUnsaturated(std::span<const EndpointSnapshot> endpoints, 
 // The queue the scorer sees: the scraped waiting count plus the requests the
 // gateway sent since that scrape (which the scrape cannot show yet).
 double EffectiveQueue(const EndpointSnapshot& e);
+// The KV usage the scorers see: the scraped usage plus the prompt tokens of
+// the requests picked since that scrape, less those of the requests that
+// finished since, over the endpoint's KV capacity; clamped to [0, 1].
+double EffectiveKvUsage(const EndpointSnapshot& e);
 
 // (maxQ - q) / (maxQ - minQ) over the candidates; 1 when all are equal.
 std::vector<double> QueueScores(std::span<const EndpointSnapshot> endpoints, std::span<const int> candidates);

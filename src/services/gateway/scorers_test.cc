@@ -46,6 +46,35 @@ TEST(KvCacheUtilizationScorer, OneMinusUsage) {
   EXPECT_THAT(KvCacheUtilizationScores(eps, cand), ElementsAre(0.75, 0.0, 1.0));
 }
 
+TEST(KvCacheUtilizationScorer, PicksAndFinishesSinceScrapeMoveTheUsage) {
+  // 100 blocks of 16 tokens = 1600 tokens of KV on each endpoint.
+  std::vector<EndpointSnapshot> eps = {Loaded(0, 0.25), Loaded(0, 0.5), Loaded(0, 0.5), Loaded(0, 0.5)};
+  for (EndpointSnapshot& e : eps) e.num_blocks = 100;
+  eps[0].kv_tokens_since_scrape = 400;    // 0.25 + 400 / 1600
+  eps[1].kv_tokens_since_scrape = -400;   // a 400-token request finished: 0.5 - 0.25
+  eps[2].kv_tokens_since_scrape = -1600;  // clamped at 0
+  eps[3].kv_tokens_since_scrape = 1600;   // clamped at 1
+  EXPECT_DOUBLE_EQ(EffectiveKvUsage(eps[0]), 0.5);
+  EXPECT_DOUBLE_EQ(EffectiveKvUsage(eps[1]), 0.25);
+  std::vector<int> cand = {0, 1, 2, 3};
+  EXPECT_THAT(KvCacheUtilizationScores(eps, cand), ElementsAre(0.5, 0.75, 1.0, 0.0));
+  // Without a known capacity the scraped usage stands.
+  EndpointSnapshot unknown = Loaded(0, 0.3);
+  unknown.num_blocks = 0;
+  unknown.kv_tokens_since_scrape = 1000;
+  EXPECT_DOUBLE_EQ(EffectiveKvUsage(unknown), 0.3);
+}
+
+TEST(SaturationFilter, CountsKvPickedSinceScrape) {
+  // Both scraped at 0.7; 240 of 1600 tokens picked since onto the first
+  // make it 0.85, over the 0.8 limit.
+  std::vector<EndpointSnapshot> eps = {Loaded(0, 0.7), Loaded(0, 0.7)};
+  for (EndpointSnapshot& e : eps) e.num_blocks = 100;
+  eps[0].kv_tokens_since_scrape = 240;
+  std::vector<int> cand = {0, 1};
+  EXPECT_THAT(FilterUnsaturated(eps, cand, SaturationLimits{}), ElementsAre(1));
+}
+
 TEST(ActiveRequestScorer, RelativeToBusiest) {
   std::vector<EndpointSnapshot> eps = {Loaded(0, 0, 4), Loaded(0, 0, 1), Loaded(0, 0, 0)};
   std::vector<int> cand = {0, 1, 2};

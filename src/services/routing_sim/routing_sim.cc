@@ -54,6 +54,7 @@ class Simulation {
     int turn = 0;
     int replica = 0;
     double sent = 0;
+    double kv_tokens = 0;  // the router's RouteDecision::kv_tokens
   };
 
   void Push(double time, EventKind kind, int index) { events_.push(Event{time, next_seq_++, kind, index}); }
@@ -156,7 +157,8 @@ void Simulation::SendTurn(int conversation, int turn) {
   const int r = d.chosen;
 
   AppendWordTokens(AnswerText(options_.workload.seed, conversation, turn, options_.output_len), &request.tokens);
-  requests_.push_back(RequestState{.conversation = conversation, .turn = turn, .replica = r, .sent = now_});
+  requests_.push_back(RequestState{.conversation = conversation, .turn = turn, .replica = r, .sent = now_,
+                                   .kv_tokens = d.kv_tokens});
   ++result_.requests_per_replica[r];
   result_.prompt_tokens += request.prompt_len;
   prompt_tokens_sent_[r] += request.prompt_len;
@@ -190,7 +192,7 @@ void Simulation::OnStepEnd(int r) {
     result_.cached_tokens += f.cached_tokens;
   }
   for (int64_t id : out.finished) {
-    router_->Finish(r);
+    router_->Finish(r, requests_[id].kv_tokens);
     ++completed_;
     result_.output_tokens += options_.output_len;
     result_.duration_s = now_;
