@@ -271,6 +271,8 @@ std::string PoolRouter::DebugJson() const {
     out += ",\"block_size\":" + std::to_string(s.block_size);
     out += ",\"in_flight\":" + std::to_string(s.in_flight);
     out += ",\"picks_since_scrape\":" + std::to_string(s.picks_since_scrape);
+    out += ",\"kv_tokens_since_scrape\":" + std::to_string(s.kv_tokens_since_scrape);
+    out += ",\"effective_kv_cache_usage\":" + std::to_string(EffectiveKvUsage(s));
     out += ",\"approx_index_blocks\":" + std::to_string(approx_.size(static_cast<int>(e)));
     out += ",\"approx_index_capacity\":" + std::to_string(approx_.capacity(static_cast<int>(e)));
     out += ",\"precise_index_blocks\":" + std::to_string(precise_.blocks_held(static_cast<int>(e)));

@@ -125,6 +125,8 @@ TEST(PoolRouter, KvUsageFollowsPicksAndFinishesBetweenScrapes) {
   EXPECT_EQ(a.chosen, 1);
   EXPECT_EQ(a.kv_tokens, 480);
   EXPECT_EQ(router.Snapshot()[1].kv_tokens_since_scrape, 480);
+  EXPECT_THAT(router.DebugJson(), ::testing::HasSubstr("\"kv_tokens_since_scrape\":480.000000,"
+                                                       "\"effective_kv_cache_usage\":0.700000"));
   // So the next one goes to endpoint 0 (0.6 < 0.7) ...
   RouteDecision b = router.Pick({.model = "m", .token_ids = tokens});
   EXPECT_EQ(b.chosen, 0);
