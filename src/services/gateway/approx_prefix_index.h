@@ -7,8 +7,9 @@
 //   hi = XXH64(block_i || h(i-1) as 8 little-endian bytes)
 // Each endpoint keeps an LRU set of hashes sized to what its KV blocks hold
 // (PoolRouter converts tokens to characters with the pool's measured ratio);
-// after a pick the chosen endpoint's set gets every hash of the request. An endpoint's score is the number of consecutive blocks from
-// block 0 it holds over the prompt's number of blocks.
+// after a pick the chosen endpoint's set gets every hash of the request. An
+// endpoint's score is the number of consecutive blocks from block 0 it holds
+// over the prompt's number of blocks.
 //
 // Thread-safety: none; PoolRouter locks around it.
 #pragma once
