@@ -16,6 +16,7 @@
 #include <boost/asio/use_future.hpp>
 
 #include "net/internal/asio.h"
+#include "net/internal/framing.h"
 #include "net/internal/server_impl.h"
 #include "net/url.h"
 
@@ -51,10 +52,26 @@ bool IsConnectionDrop(const boost::system::error_code& ec) {
          ec == asio::error::broken_pipe || ec == asio::error::not_connected;
 }
 
+// A response head larger than this is refused, as the server refuses a
+// request head over its max_header_bytes default.
+constexpr size_t kMaxResponseHeadBytes = 64 * 1024;
+
 Status NetworkError(const boost::system::error_code& ec, std::string_view what, const Url& url) {
   std::string msg = std::string(what) + " " + url.HostPort() + ": " + ec.message();
+  // A response Beast could not parse is the upstream's fault, not a network
+  // failure to retry; a close mid-message is the network's.
+  const bool malformed = ec.category() == http::make_error_code(http::error::bad_version).category() &&
+                         ec != http::error::end_of_stream && ec != http::error::partial_message;
+  if (malformed) return Internal(std::string(what) + " " + url.HostPort() + ": malformed response: " + ec.message());
   if (ec == beast::error::timeout) return DeadlineExceeded(msg);
   return Unavailable(msg);
+}
+
+// Connections are pooled per host:port, and per address when pinned, so a
+// pinned request never reuses one that a lookup connected elsewhere.
+std::string PoolKey(const HttpClientRequest& request, const Url& url) {
+  if (request.connect_address.empty()) return url.HostPort();
+  return url.HostPort() + "@" + request.connect_address;
 }
 
 // A pooled connection the server has closed (or sent stray bytes on) shows
@@ -146,7 +163,7 @@ class HttpClient::Impl {
       done(url.status());
       return std::make_shared<AsyncCall>(iocs_[ctx]->get_executor());
     }
-    std::unique_ptr<TcpStream> pooled = TakeIdle(ctx, url->HostPort());
+    std::unique_ptr<TcpStream> pooled = TakeIdle(ctx, PoolKey(request, *url));
     auto call = std::make_shared<AsyncCall>(iocs_[ctx]->get_executor());
     Deadline deadline = std::chrono::steady_clock::now() + request.timeout;
     asio::co_spawn(call->executor(),
@@ -191,14 +208,14 @@ class HttpClient::Impl {
   asio::awaitable<AttemptResult> Exchange(size_t ctx, const HttpClientRequest& request, const Url& url,
                                           const HttpStreamCallbacks& callbacks, size_t body_limit, Deadline deadline,
                                           AsyncCall* call = nullptr, std::unique_ptr<TcpStream> pooled = nullptr) {
-    std::string key = url.HostPort();
+    std::string key = PoolKey(request, url);
     for (int attempt = 0;; ++attempt) {
       // A retry always takes a fresh connection.
       std::unique_ptr<TcpStream> stream =
           attempt > 0 ? nullptr : (call != nullptr ? std::move(pooled) : TakeIdle(ctx, key));
       bool reused = stream != nullptr;
       if (!reused) {
-        auto connected = co_await Connect(url, deadline);
+        auto connected = co_await Connect(url, request.connect_address, deadline);
         if (!connected.ok()) co_return AttemptResult{connected.status()};
         stream = std::move(connected).value();
       }
@@ -219,11 +236,13 @@ class HttpClient::Impl {
     }
   }
 
-  asio::awaitable<StatusOr<std::unique_ptr<TcpStream>>> Connect(const Url& url, Deadline deadline) {
+  asio::awaitable<StatusOr<std::unique_ptr<TcpStream>>> Connect(const Url& url, const std::string& connect_address,
+                                                                Deadline deadline) {
     auto stream = std::make_unique<TcpStream>(co_await asio::this_coro::executor);
     boost::system::error_code ec;
     std::vector<tcp::endpoint> endpoints;
-    auto address = asio::ip::make_address(url.host, ec);
+    auto address = asio::ip::make_address(connect_address.empty() ? url.host : connect_address, ec);
+    if (ec && !connect_address.empty()) co_return InvalidArgument("connect_address is not an IP address");
     if (!ec) {
       endpoints.emplace_back(address, url.port);
     } else {
@@ -293,11 +312,31 @@ class HttpClient::Impl {
     beast::flat_buffer buffer;
     http::response_parser<http::buffer_body> parser;
     parser.body_limit(body_limit);
+    parser.header_limit(static_cast<uint32_t>(kMaxResponseHeadBytes));
     if (request.method == HttpMethod::kHead) parser.skip(true);  // HEAD answers carry no body
+    // The whole head first, so its raw bytes are checked before Beast
+    // parses (and unfolds) them (net/internal/framing.h).
+    auto [rec, head_len] = co_await ReadHeaderBlock(stream, buffer, kMaxResponseHeadBytes);
+    if (rec) {
+      r.status = NetworkError(rec, "read response from", url);
+      r.stale_connection = IsConnectionDrop(rec) && buffer.size() == 0;
+      co_return r;
+    }
+    {
+      auto data = buffer.cdata();
+      Status s = CheckHeaderBlock(std::string_view(static_cast<const char*>(data.data()), head_len));
+      if (!s.ok()) {
+        r.status = Internal("bad response from " + url.HostPort() + ": " + s.message());
+        co_return r;
+      }
+    }
     auto [hec, hn] = co_await http::async_read_header(stream, buffer, parser, kNoThrow);
     if (hec) {
       r.status = NetworkError(hec, "read response from", url);
-      r.stale_connection = IsConnectionDrop(hec) && hn == 0 && buffer.size() == 0;
+      co_return r;
+    }
+    if (Status s = CheckResponseFraming(parser.get(), parser.chunked()); !s.ok()) {
+      r.status = Internal(s.message() + " (from " + url.HostPort() + ")");
       co_return r;
     }
     r.http_status = static_cast<int>(parser.get().result_int());

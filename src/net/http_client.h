@@ -43,6 +43,11 @@ struct HttpClientRequest {
   std::string body;
   // Total time for connecting, sending and receiving the whole response.
   std::chrono::milliseconds timeout{30'000};
+  // An IP literal to connect to instead of resolving the URL's host, which
+  // still goes in the Host header: the address a fetch policy checked is the
+  // one used (no second lookup to rebind). Pooled connections are kept apart
+  // per address.
+  std::string connect_address;
 };
 
 struct HttpClientResponse {

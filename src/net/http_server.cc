@@ -1,6 +1,7 @@
 #include "net/http_server.h"
 
 #include <csignal>
+#include <cstdlib>
 #include <future>
 
 #include <boost/asio/signal_set.hpp>
@@ -174,9 +175,21 @@ void HttpServer::Impl::Shutdown() {
     if (c.idle) c.stream.cancel();
   });
   auto all_closed = [&] { return connections_.empty(); };
+  bool drained;
   {
     std::unique_lock lock(mu_);
-    cv_.wait_for(lock, options_.drain_timeout, all_closed);
+    drained = cv_.wait_for(lock, options_.drain_timeout, all_closed);
+  }
+  if (!drained && drain_deadline_hook_) {
+    OMNI_LOG(kWarn, "drain deadline ({} ms) passed with {} connections open; ending their work",
+             options_.drain_timeout.count(), open_connections_gauge_->Value());
+    drain_deadline_hook_();
+    // Idle keep-alive connections left by the ended requests close at once.
+    ForEachConnection([](Connection& c) {
+      if (c.idle) c.stream.cancel();
+    });
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, options_.drain_grace, all_closed);
   }
   ForEachConnection([](Connection& c) {
     c.force_closed = true;
@@ -214,22 +227,23 @@ void HttpServer::Impl::RunUntilSignal() {
   auto signals = std::make_shared<asio::signal_set>(*iocs_[0], SIGINT, SIGTERM);
   signals->async_wait([this, signals](const boost::system::error_code& ec, int sig) {
     if (ec) return;
-    OMNI_LOG(kInfo, "signal {} received, draining", sig);
+    OMNI_LOG(kInfo, "signal {} received, draining (a second one exits at once)", sig);
     {
       std::lock_guard lock(mu_);
       signal_received_ = true;
     }
     cv_.notify_all();
+    signals->async_wait([](const boost::system::error_code& ec2, int sig2) {
+      if (ec2) return;
+      OMNI_LOG(kWarn, "signal {} received while draining: exiting now", sig2);
+      std::_Exit(128 + sig2);
+    });
   });
   {
     std::unique_lock lock(mu_);
     cv_.wait(lock, [&] { return signal_received_ || state_ != State::kRunning; });
   }
-  asio::post(*iocs_[0], [signals] {
-    boost::system::error_code ec;
-    signals->cancel(ec);
-  });
-  Shutdown();
+  Shutdown();  // the signal set stays armed for a second signal until here
 }
 
 HttpServer::HttpServer(HttpServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
@@ -246,6 +260,11 @@ void HttpServer::RouteInline(HttpMethod method, std::string pattern, HttpHandler
 
 void HttpServer::RouteStreaming(HttpMethod method, std::string pattern, StreamingHttpHandler handler) {
   impl_->AddRoute(method, std::move(pattern), {RouteEntry::Kind::kStreaming, {}, std::move(handler)});
+}
+
+void HttpServer::SetDrainDeadlineHook(std::function<void()> hook) {
+  std::lock_guard lock(impl_->mu_);
+  impl_->drain_deadline_hook_ = std::move(hook);
 }
 
 void HttpServer::SetHealthCheck(std::function<Status()> check) {

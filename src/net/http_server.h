@@ -31,6 +31,11 @@ struct HttpServerOptions {
   int io_threads = 1;           // event-loop threads
   int worker_threads = 4;       // pool for simple (blocking) handlers
   size_t max_body_bytes = 64u << 20;   // larger bodies get 413
+  // Request body bytes buffered at once, across connections, from the
+  // moment a body starts arriving until its request is destroyed. A body
+  // that would go over gets 503 with Retry-After (and the connection
+  // closes), so a burst of large uploads cannot take the process's memory.
+  size_t max_inflight_body_bytes = 256u << 20;
   size_t max_header_bytes = 64u << 10; // larger headers get 431-as-400
   // Time allowed to receive a request's headers once its first byte arrived
   // (and for the first request of a new connection, from accept). Slow or
@@ -40,8 +45,12 @@ struct HttpServerOptions {
   std::chrono::milliseconds body_timeout{60'000};
   // How long a keep-alive connection may sit idle between requests.
   std::chrono::milliseconds idle_timeout{60'000};
-  // Shutdown() waits this long for in-flight requests and streams.
+  // Shutdown() waits this long for in-flight requests and streams, then
+  // runs the drain-deadline hook (SetDrainDeadlineHook) and waits up to
+  // drain_grace more for what the hook ended to be written, then closes
+  // every connection.
   std::chrono::milliseconds drain_timeout{30'000};
+  std::chrono::milliseconds drain_grace{2'000};
   // A streaming writer's Write() blocks its caller once this many bytes wait
   // to be sent to a slow client (backpressure).
   size_t stream_buffer_bytes = 1u << 20;
@@ -73,8 +82,15 @@ class ResponseWriter {
   // Queues one chunk. Blocks while more than stream_buffer_bytes are queued
   // (never on an io thread, where it only queues). False once the client is gone.
   virtual bool Write(std::string_view chunk) = 0;
+  // Queues one chunk without ever blocking, for producers that serve many
+  // streams from one thread (an engine's output loop). A client too slow to
+  // keep the queue under stream_buffer_bytes is dropped: false, the
+  // connection closes and OnClientGone fires.
+  virtual bool WriteNoWait(std::string_view chunk) = 0;
   // Write(EncodeSseEvent(data, event)).
   bool WriteSseEvent(std::string_view data, std::string_view event = {});
+  // WriteNoWait(EncodeSseEvent(data, event)).
+  bool WriteSseEventNoWait(std::string_view data, std::string_view event = {});
   // Ends the stream with the terminating chunk.
   virtual bool Finish() = 0;
 
@@ -108,6 +124,11 @@ class HttpServer {
   // code and OpenAI body (e.g. Unavailable("loading") -> 503). Called on an
   // io thread. While draining, /health answers 503 regardless.
   void SetHealthCheck(std::function<Status()> check);
+  // Runs once, on the thread in Shutdown(), when the drain deadline passes
+  // with requests still in flight: the place to end long work (abort
+  // generations) so that streams close with a final event rather than be
+  // cut. Must not block for long.
+  void SetDrainDeadlineHook(std::function<void()> hook);
 
   // Binds, listens and starts the io and worker threads.
   Status Start();
@@ -121,8 +142,10 @@ class HttpServer {
   // handler or an io thread.
   void Shutdown();
   // Blocks until SIGINT or SIGTERM arrives (or Shutdown() is called from
-  // another thread), then shuts down gracefully. Signals are caught with an
-  // Asio signal_set, so no thread needs a particular signal mask.
+  // another thread), then shuts down gracefully. A second signal during the
+  // drain exits the process at once (status 128 + signal). Signals are
+  // caught with an Asio signal_set, so no thread needs a particular signal
+  // mask.
   void RunUntilSignal();
 
   MetricsRegistry& metrics();

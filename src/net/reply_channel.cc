@@ -8,6 +8,10 @@ bool ResponseWriter::WriteSseEvent(std::string_view data, std::string_view event
   return Write(EncodeSseEvent(data, event));
 }
 
+bool ResponseWriter::WriteSseEventNoWait(std::string_view data, std::string_view event) {
+  return WriteNoWait(EncodeSseEvent(data, event));
+}
+
 namespace net_internal {
 namespace {
 thread_local bool tls_on_io_thread = false;
@@ -57,6 +61,23 @@ bool ReplyChannel::Write(std::string_view chunk) {
     drained_.wait(lock, [&] { return gone_ || closed_ || queued_bytes_ <= buffer_limit_; });
   }
   return !gone_;
+}
+
+bool ReplyChannel::WriteNoWait(std::string_view chunk) {
+  {
+    std::lock_guard lock(mu_);
+    if (gone_ || phase_ != Phase::kStreaming) return false;
+    if (chunk.empty()) return true;
+    if (queued_bytes_ + chunk.size() <= buffer_limit_) {
+      queued_bytes_ += chunk.size();
+      PushLocked({Kind::kChunk, {}, std::string(chunk)});
+      return true;
+    }
+  }
+  // Waiting would stall every other stream of the producer, and queueing
+  // without bound would let one stalled reader hold any amount of memory.
+  MarkGone();
+  return false;
 }
 
 bool ReplyChannel::Finish() {
@@ -117,6 +138,7 @@ void ReplyChannel::MarkGone() {
     if (gone_) return;
     gone_ = true;
     cb = std::move(on_gone_);
+    if (!closed_) wake_();  // a producer gave up: the connection must notice
   }
   drained_.notify_all();
   if (cb) cb();

@@ -5,6 +5,8 @@
 #include <cerrno>
 
 #include "core/log.h"
+#include "core/memory.h"
+#include "net/internal/framing.h"
 #include "net/internal/server_impl.h"
 
 namespace omni {
@@ -20,6 +22,38 @@ constexpr size_t kMaxLingerBytes = 1 << 20;
 constexpr auto kLingerTimeout = std::chrono::seconds(2);
 
 using Impl = HttpServer::Impl;
+
+// Body bytes counted against max_inflight_body_bytes while a request lives.
+class BodyLease {
+ public:
+  explicit BodyLease(std::shared_ptr<std::atomic<size_t>> pool) : pool_(std::move(pool)) {}
+  ~BodyLease() {
+    if (bytes_ == 0) return;
+    pool_->fetch_sub(bytes_);
+    // The allocator would keep a large body's pages for good.
+    if (bytes_ >= kLargeBufferBytes) ReleaseFreeMemory();
+  }
+  BodyLease(const BodyLease&) = delete;
+  BodyLease& operator=(const BodyLease&) = delete;
+
+  // Counts `n` more bytes; false (nothing counted) if that would pass `limit`.
+  bool Grow(size_t n, size_t limit) {
+    size_t current = pool_->load();
+    do {
+      if (current + n > limit) return false;
+    } while (!pool_->compare_exchange_weak(current, current + n));
+    bytes_ += n;
+    return true;
+  }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  std::shared_ptr<std::atomic<size_t>> pool_;
+  size_t bytes_ = 0;
+};
+
+// Chunked bodies are counted as they grow, in steps of this much.
+constexpr size_t kLeaseStep = 256 * 1024;
 
 // What the request asked of the reply, fixed when it was read.
 struct ReplyContext {
@@ -115,6 +149,9 @@ bool IsUsableRequestId(std::string_view id) {
 HttpResponse CallSafely(const HttpHandler& handler, const HttpRequest& req) {
   try {
     return handler(req);
+  } catch (const std::bad_alloc&) {
+    log::RequestLog(req.request_id).Error("handler ran out of memory");
+    return ErrorResponse(Unavailable("the server is out of memory for this request; retry later"));
   } catch (const std::exception& e) {
     log::RequestLog(req.request_id).Error("handler threw: {}", e.what());
   } catch (...) {
@@ -243,6 +280,9 @@ asio::awaitable<Outcome> RunWithChannel(Impl& srv, std::shared_ptr<Connection> c
     } else {
       try {
         entry.streaming(std::move(req), writer);
+      } catch (const std::bad_alloc&) {
+        log::RequestLog(ctx.request_id).Error("streaming handler ran out of memory");
+        writer->Send(ErrorResponse(Unavailable("the server is out of memory for this request; retry later")));
       } catch (const std::exception& e) {
         log::RequestLog(ctx.request_id).Error("streaming handler threw: {}", e.what());
         writer->Send(ErrorResponse(Internal("internal error")));
@@ -276,13 +316,15 @@ asio::awaitable<Outcome> WriteUnary(Impl& srv, Connection& conn, const HttpRespo
   co_return out;
 }
 
-asio::awaitable<bool> Dispatch(Impl& srv, std::shared_ptr<Connection> conn, http::request<http::string_body> breq) {
+asio::awaitable<bool> Dispatch(Impl& srv, std::shared_ptr<Connection> conn, http::request<http::string_body> breq,
+                               std::shared_ptr<BodyLease> lease) {
   auto start = std::chrono::steady_clock::now();
   HttpRequest req;
   req.method = ParseHttpMethod(breq.method_string());
   req.target = std::string(breq.target());
   SplitTarget(req.target, &req.path, &req.query);
   for (const auto& field : breq) req.headers.Add(field.name_string(), field.value());
+  req.body_lease = std::move(lease);
   req.body = std::move(breq.body());
   auto id = req.headers.Get("x-request-id");
   req.request_id = id && IsUsableRequestId(*id) ? std::string(*id) : log::NewRequestId();
@@ -306,10 +348,12 @@ asio::awaitable<bool> Dispatch(Impl& srv, std::shared_ptr<Connection> conn, http
 }
 
 // Answers a request that could not be read with an error, then closes.
-asio::awaitable<bool> Reject(Impl& srv, Connection& conn, Status status) {
+asio::awaitable<bool> Reject(Impl& srv, Connection& conn, Status status, int retry_after_seconds = 0) {
   auto start = std::chrono::steady_clock::now();
   ReplyContext ctx{log::NewRequestId(), 11, false, false};
-  std::string bytes = SerializeUnary(ErrorResponse(status), ctx, /*keep_alive=*/false);
+  HttpResponse reply = ErrorResponse(status);
+  if (retry_after_seconds > 0) reply.headers.Set("retry-after", std::to_string(retry_after_seconds));
+  std::string bytes = SerializeUnary(reply, ctx, /*keep_alive=*/false);
   conn.stream.expires_after(kLingerTimeout);
   co_await asio::async_write(conn.stream, asio::buffer(bytes), kNoThrow);
   // Lingering close: if we closed with unread request bytes in the kernel
@@ -348,10 +392,25 @@ asio::awaitable<bool> ServeOne(Impl& srv, std::shared_ptr<Connection> conn, bool
     if (ec) co_return false;
     conn->buffer.commit(n);
   }
+  // The whole head first, so its raw bytes can be checked before Beast
+  // parses (and unfolds) them.
+  stream.expires_after(srv.options_.header_timeout);
+  auto [rec, head_len] = co_await ReadHeaderBlock(stream, conn->buffer, srv.options_.max_header_bytes);
+  if (rec == http::error::header_limit) co_return co_await Reject(srv, *conn, InvalidArgument("request headers too large"));
+  if (rec == asio::error::eof && conn->buffer.size() > 0) {
+    // Part of a request, then the client stopped sending (FIN): say so
+    // rather than close without a word.
+    co_return co_await Reject(srv, *conn, InvalidArgument("the request head ended before its empty line"));
+  }
+  if (rec) co_return false;
+  {
+    auto data = conn->buffer.cdata();
+    std::string_view head(static_cast<const char*>(data.data()), head_len);
+    if (Status s = CheckHeaderBlock(head); !s.ok()) co_return co_await Reject(srv, *conn, std::move(s));
+  }
   http::request_parser<http::string_body> parser;
   parser.header_limit(static_cast<uint32_t>(srv.options_.max_header_bytes));
   parser.body_limit(srv.options_.max_body_bytes);
-  stream.expires_after(srv.options_.header_timeout);
   auto [hec, hn] = co_await http::async_read_header(stream, conn->buffer, parser, kNoThrow);
   if (hec == http::error::body_limit) {
     co_return co_await Reject(srv, *conn, PayloadTooLarge("request body is larger than " +
@@ -360,6 +419,20 @@ asio::awaitable<bool> ServeOne(Impl& srv, std::shared_ptr<Connection> conn, bool
   if (hec == http::error::header_limit) co_return co_await Reject(srv, *conn, InvalidArgument("request headers too large"));
   if (hec && IsQuietReadError(hec)) co_return false;
   if (hec) co_return co_await Reject(srv, *conn, InvalidArgument("malformed HTTP request: " + hec.message()));
+  // Nothing after a framing error is read as a request: Reject closes.
+  if (Status s = CheckRequestFraming(parser.get(), parser.chunked()); !s.ok()) co_return co_await Reject(srv, *conn, std::move(s));
+
+  auto lease = std::make_shared<BodyLease>(srv.body_bytes_);
+  auto over_budget = [&] {
+    return Unavailable("the server is buffering its limit of request bodies (" +
+                       std::to_string(srv.options_.max_inflight_body_bytes) + " bytes); retry shortly");
+  };
+  // A declared length is counted before a byte of it is read.
+  if (auto length = parser.content_length(); length && *length > 0) {
+    if (!lease->Grow(static_cast<size_t>(*length), srv.options_.max_inflight_body_bytes)) {
+      co_return co_await Reject(srv, *conn, over_budget(), /*retry_after_seconds=*/1);
+    }
+  }
 
   auto expect = parser.get()[http::field::expect];
   if (EqualsIgnoreCase(expect, "100-continue")) {
@@ -367,15 +440,26 @@ asio::awaitable<bool> ServeOne(Impl& srv, std::shared_ptr<Connection> conn, bool
     co_await asio::async_write(stream, asio::buffer(kContinue), kNoThrow);
   }
   stream.expires_after(srv.options_.body_timeout);
-  auto [bec, bn] = co_await http::async_read(stream, conn->buffer, parser, kNoThrow);
-  if (bec == http::error::body_limit) {
-    co_return co_await Reject(srv, *conn, PayloadTooLarge("request body is larger than " +
-                                                          std::to_string(srv.options_.max_body_bytes) + " bytes"));
+  while (!parser.is_done()) {
+    auto [bec, bn] = co_await http::async_read_some(stream, conn->buffer, parser, kNoThrow);
+    if (bec == http::error::body_limit) {
+      co_return co_await Reject(srv, *conn, PayloadTooLarge("request body is larger than " +
+                                                            std::to_string(srv.options_.max_body_bytes) + " bytes"));
+    }
+    if (bec == http::error::partial_message || bec == asio::error::eof) {
+      co_return co_await Reject(srv, *conn, InvalidArgument("the request body ended before its declared length"));
+    }
+    if (bec && IsQuietReadError(bec)) co_return false;
+    if (bec) co_return co_await Reject(srv, *conn, InvalidArgument("malformed HTTP request body: " + bec.message()));
+    // A chunked body is counted as it grows.
+    const size_t have = parser.get().body().size();
+    if (have > lease->bytes() && !lease->Grow(std::max(kLeaseStep, have - lease->bytes()),
+                                              srv.options_.max_inflight_body_bytes)) {
+      co_return co_await Reject(srv, *conn, over_budget(), /*retry_after_seconds=*/1);
+    }
   }
-  if (bec && IsQuietReadError(bec)) co_return false;
-  if (bec) co_return co_await Reject(srv, *conn, InvalidArgument("malformed HTTP request body: " + bec.message()));
   stream.expires_never();
-  co_return co_await Dispatch(srv, conn, parser.release());
+  co_return co_await Dispatch(srv, conn, parser.release(), std::move(lease));
 }
 
 // Unregisters a connection however its coroutine ends, so Shutdown() can

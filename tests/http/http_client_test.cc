@@ -122,6 +122,32 @@ TEST(HttpClientTest, RequestHeadCarriesHeadersAndFramingButNoInjection) {
   EXPECT_TRUE(got.headers.Has("host"));
 }
 
+// The client reads responses with the server's framing rules: an unknown
+// transfer coding, Transfer-Encoding with Content-Length, or obs-fold is an
+// error, never a body guessed at (a response-splitting upstream could
+// otherwise hand the next caller of a pooled connection forged bytes).
+TEST(HttpClientTest, ResponseWithBadFramingIsAnError) {
+  const std::string bads[] = {
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: identity\r\n\r\nhello",
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+      "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: 1\r\n folded\r\n\r\nhello",
+      "HTTP/1.1 200 OK\nContent-Length: 5\r\n\r\nhello",
+  };
+  HttpClient client;
+  for (const std::string& bad : bads) {
+    testing::CannedServer upstream(bad);
+    auto r = client.Request({.url = "http://127.0.0.1:" + std::to_string(upstream.port()) + "/x"});
+    ASSERT_FALSE(r.ok()) << bad << " was accepted with body " << r->body;
+    EXPECT_EQ(r.status().code(), StatusCode::kInternal) << bad << ": " << r.status().ToString();
+    EXPECT_EQ(r.status().message().find("hello"), std::string::npos) << r.status().ToString();
+  }
+  testing::CannedServer good("HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+  auto r = client.Request({.url = "http://127.0.0.1:" + std::to_string(good.port()) + "/x"});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->body, "hello");
+}
+
 TEST(HttpClientTest, HeadRequestHasNoBody) {
   HttpServer server(TestServerOptions());
   server.Route(HttpMethod::kGet, "/x", [](const HttpRequest&) { return JsonResponse(200, "0123456789"); });

@@ -111,6 +111,65 @@ TEST_F(HttpServerTest, MalformedRequestsGet400AndServerKeepsServing) {
   EXPECT_EQ(ok->status, 200);
 }
 
+// RFC 9112 framing: a transfer coding other than a lone "chunked" is 501,
+// Transfer-Encoding with Content-Length and obs-fold are 400, and in every
+// case the connection closes, so the bytes after the head (here a whole
+// second request) never run. Before the fix, "identity" was taken as no body
+// and the smuggled GET answered 200.
+TEST_F(HttpServerTest, SmuggledRequestBehindBadFramingNeverRuns) {
+  StartServer();
+  const std::string smuggled = "GET /v1/echo?q=smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
+  struct Case {
+    std::string headers;
+    std::string status;
+  };
+  const Case cases[] = {
+      {"Transfer-Encoding: identity\r\n", "501"},
+      {"Transfer-Encoding: xchunked\r\n", "501"},
+      {"Transfer-Encoding: chunked, identity\r\n", "501"},
+      {"Transfer-Encoding: gzip, chunked\r\n", "501"},
+      {"Transfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\n", "501"},
+      {"Transfer-Encoding: chunked\r\nContent-Length: 0\r\n", "400"},
+      {"Content-Length: 0\r\nTransfer-Encoding: chunked\r\n", "400"},
+      {"Transfer-Encoding: identity\r\nContent-Length: 0\r\n", "400"},
+      {"X-A: 1\r\n folded: yes\r\n", "400"},
+      {"X-A: 1\r\n\tfolded\r\n", "400"},
+  };
+  for (const Case& c : cases) {
+    std::string raw = RawExchange(server_->port(), "POST /v1/echo HTTP/1.1\r\nHost: x\r\n" + c.headers + "\r\n" + smuggled);
+    EXPECT_TRUE(raw.starts_with("HTTP/1.1 " + c.status)) << c.headers << " -> " << raw;
+    EXPECT_NE(raw.find("connection: close"), std::string::npos) << raw;
+    EXPECT_EQ(raw.find("smuggled"), std::string::npos) << c.headers << " ran the smuggled request: " << raw;
+    EXPECT_EQ(raw.find("HTTP/1.1 200"), std::string::npos) << raw;
+  }
+  // Transfer-Encoding in HTTP/1.0, a bare LF and whitespace before the first field.
+  for (std::string bad : {"POST /v1/echo HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+                          "GET /v1/echo HTTP/1.1\nHost: x\r\n\r\n", "GET /v1/echo HTTP/1.1\r\n Host: x\r\n\r\n"}) {
+    std::string raw = RawExchange(server_->port(), bad);
+    EXPECT_TRUE(raw.starts_with("HTTP/1.1 400")) << bad << " -> " << raw;
+  }
+  auto ok = client_.Request({.url = Url("/v1/echo")});
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->status, 200);
+}
+
+// A client that sends part of a request and then FIN gets a 400 rather
+// than a silent close.
+TEST_F(HttpServerTest, TruncatedRequestThenFinGets400) {
+  StartServer();
+  for (std::string partial : {"POST /v1/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly-a-little",
+                              "POST /v1/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab",
+                              "POST /v1/echo HTTP/1.1\r\nHost: x\r\nContent-Le"}) {
+    int fd = testing::ConnectRaw(server_->port());
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(testing::SendAll(fd, partial));
+    ::shutdown(fd, SHUT_WR);
+    std::string raw = testing::ReadUntilClose(fd);
+    ::close(fd);
+    EXPECT_TRUE(raw.starts_with("HTTP/1.1 400")) << partial << " -> " << raw;
+  }
+}
+
 TEST_F(HttpServerTest, ChunkedRequestBodyIsAccepted) {
   StartServer();
   std::string raw = RawExchange(server_->port(),

@@ -64,6 +64,42 @@ bool ConnectionRefused(uint16_t port) {
   return false;
 }
 
+CannedServer::CannedServer(std::string reply, int connections) {
+  listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  ::listen(listen_fd_, 8);
+  socklen_t len = sizeof(addr);
+  ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+  port_ = ntohs(addr.sin_port);
+  thread_ = std::thread([this, reply = std::move(reply), connections] {
+    for (int i = 0; i < connections; ++i) {
+      int fd = ::accept(listen_fd_, nullptr, nullptr);
+      if (fd < 0) return;
+      timeval tv{static_cast<time_t>(kTestWait.count()), 0};
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+      std::string head;
+      char buf[4096];
+      while (head.find("\r\n\r\n") == std::string::npos) {
+        ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+        if (n <= 0) break;
+        head.append(buf, static_cast<size_t>(n));
+      }
+      SendAll(fd, reply);
+      ::shutdown(fd, SHUT_WR);
+      ::close(fd);
+    }
+  });
+}
+
+CannedServer::~CannedServer() {
+  ::shutdown(listen_fd_, SHUT_RDWR);
+  ::close(listen_fd_);
+  thread_.join();
+}
+
 HttpServerOptions TestServerOptions() {
   log::Init({.level = log::Level::kWarn, .json = false, .role = "test"});
   HttpServerOptions o;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "net/http_server.h"
 
@@ -23,6 +24,22 @@ std::string ReadUntilClose(int fd);
 std::string RawExchange(uint16_t port, const std::string& bytes);
 // True if a TCP connect to the port is refused.
 bool ConnectionRefused(uint16_t port);
+
+// A raw TCP peer on 127.0.0.1 (OS-chosen port) that answers each of the
+// next `connections` connections with `reply` after reading a request head,
+// then closes; for responses no real server would send. Joins in the
+// destructor.
+class CannedServer {
+ public:
+  CannedServer(std::string reply, int connections = 1);
+  ~CannedServer();
+  uint16_t port() const { return port_; }
+
+ private:
+  int listen_fd_ = -1;
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
 
 // A server on 127.0.0.1 port 0 with test-friendly defaults: quiet logs.
 HttpServerOptions TestServerOptions();

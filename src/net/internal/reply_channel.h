@@ -36,6 +36,7 @@ class ReplyChannel {
   bool Send(HttpResponse response);
   bool StartStream(int status, HttpHeaders headers);
   bool Write(std::string_view chunk);
+  bool WriteNoWait(std::string_view chunk);
   bool Finish();
   // The handler's last reference went away.
   void Release();
@@ -85,6 +86,7 @@ class ChannelWriter final : public ResponseWriter {
     return channel_->StartStream(status, std::move(headers));
   }
   bool Write(std::string_view chunk) override { return channel_->Write(chunk); }
+  bool WriteNoWait(std::string_view chunk) override { return channel_->WriteNoWait(chunk); }
   bool Finish() override { return channel_->Finish(); }
   bool client_gone() const override { return channel_->gone(); }
   void OnClientGone(std::function<void()> cb) override { channel_->OnGone(std::move(cb)); }

@@ -71,6 +71,7 @@ class HttpServer::Impl {
   const HttpServerOptions options_;
   Router<RouteEntry> router_;
   std::function<Status()> health_check_;
+  std::function<void()> drain_deadline_hook_;
   std::unique_ptr<MetricsRegistry> owned_metrics_;
   MetricsRegistry* metrics_;
   CounterFamily* requests_total_;
@@ -79,6 +80,9 @@ class HttpServer::Impl {
   Counter* accepted_total_;
 
   std::atomic<bool> draining_{false};
+  // Body bytes of requests alive now (HttpServerOptions::max_inflight_body_bytes).
+  // Shared with the leases, which may outlive the server.
+  std::shared_ptr<std::atomic<size_t>> body_bytes_ = std::make_shared<std::atomic<size_t>>(0);
   std::atomic<uint64_t> accepted_{0};
 
   enum class State { kNew, kRunning, kStopping, kStopped };
