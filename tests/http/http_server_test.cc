@@ -170,6 +170,51 @@ TEST_F(HttpServerTest, TruncatedRequestThenFinGets400) {
   }
 }
 
+// Request bodies alive at once are bounded: while a handler holds one
+// 600 KB body, a second that would pass the 1 MiB budget gets 503 with
+// Retry-After, by its Content-Length or, chunked, as it grows; once the
+// first request is gone the budget is free again.
+TEST_F(HttpServerTest, BodyBytesInFlightAreBudgeted) {
+  HttpServerOptions o = TestServerOptions();
+  o.max_inflight_body_bytes = 1u << 20;
+  server_ = std::make_unique<HttpServer>(o);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> holding;
+  server_->Route(HttpMethod::kPost, "/hold", [&](const HttpRequest& r) {
+    holding.set_value();
+    released.wait();
+    return JsonResponse(200, std::to_string(r.body.size()));
+  });
+  server_->Route(HttpMethod::kPost, "/v1/echo", Echo);
+  ASSERT_TRUE(server_->Start().ok());
+  const std::string body(600 * 1024, 'b');
+  auto held = std::async(std::launch::async, [&] {
+    return client_.Request({.method = HttpMethod::kPost, .url = Url("/hold"), .body = body});
+  });
+  holding.get_future().wait();
+  auto over = client_.Request({.method = HttpMethod::kPost, .url = Url("/v1/echo"), .body = body});
+  ASSERT_TRUE(over.ok()) << over.status().ToString();
+  EXPECT_EQ(over->status, 503) << over->body;
+  EXPECT_EQ(over->headers.GetOr("retry-after", ""), "1");
+  std::string chunked = "POST /v1/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 10; ++i) chunked += "10000\r\n" + std::string(0x10000, 'c') + "\r\n";
+  chunked += "0\r\n\r\n";
+  std::string raw = RawExchange(server_->port(), chunked);
+  EXPECT_TRUE(raw.starts_with("HTTP/1.1 503")) << raw.substr(0, 200);
+  auto small = client_.Request({.method = HttpMethod::kPost, .url = Url("/v1/echo"), .body = "small"});
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ(small->status, 200);  // under the budget beside the held body
+  release.set_value();
+  auto h = held.get();
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h->body, std::to_string(body.size()));
+  auto after = client_.Request({.method = HttpMethod::kPost, .url = Url("/v1/echo"), .body = body});
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->status, 200);
+  EXPECT_EQ(after->body.size(), body.size());
+}
+
 TEST_F(HttpServerTest, ChunkedRequestBodyIsAccepted) {
   StartServer();
   std::string raw = RawExchange(server_->port(),
