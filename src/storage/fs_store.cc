@@ -18,6 +18,7 @@
 
 #include "core/log.h"
 #include "storage/content_hash.h"
+#include "storage/path_confine.h"
 
 namespace omni {
 namespace {
@@ -289,21 +290,12 @@ Status FsStore::Publish(int dir_fd, const std::string& leaf, const std::string& 
 
 StatusOr<FsStore::OpenedObject> FsStore::OpenObject(std::string_view key) const {
   OMNI_RETURN_IF_ERROR(ValidateFsKey(key));
-  SplitKeyResult split = SplitKey(key);
-  OpenedObject object;
-  auto dir = OpenDirBeneath(root_fd_.get(), split.dir, /*create=*/false);
-  if (!dir.ok()) return ReadWalkError(dir.status(), key);
-  object.dir = std::move(*dir);
-  // O_NONBLOCK: opening a FIFO someone placed here must not hang.
-  object.file = UniqueFd(::openat(object.dir.get(), split.leaf.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
-  if (!object.file.valid()) {
-    if (errno == ENOENT) return NoSuchObject(key);
-    return ErrnoStatus(errno, fmt::format("opening object '{}'", key));
-  }
-  if (::fstat(object.file.get(), &object.st) != 0) return ErrnoStatus(errno, fmt::format("stat '{}'", key));
-  if (!S_ISREG(object.st.st_mode)) return NoSuchObject(key);  // a directory is a prefix, not an object
-  object.leaf = std::move(split.leaf);
-  return object;
+  auto opened = OpenFileBeneath(root_fd_.get(), key);
+  // A directory is a prefix, not an object; a FIFO or device is no object
+  // either. A symbolic link stays PermissionDenied: it is refused, not absent.
+  if (!opened.ok()) return ReadWalkError(opened.status(), key);
+  return OpenedObject{.dir = std::move(opened->dir), .file = std::move(opened->file),
+                      .leaf = std::move(opened->leaf), .st = opened->st};
 }
 
 Status FsStore::ReadRange(std::string_view key, std::optional<ByteRange> range, const ByteSink& sink) const {
@@ -517,14 +509,27 @@ Status FsStore::WalkDir(int dir_fd, const std::string& rel_dir, std::string_view
 StatusOr<std::string> FsStore::Presign(std::string_view key, PresignMethod method, std::chrono::seconds ttl) {
   OMNI_RETURN_IF_ERROR(ValidateFsKey(key));
   if (ttl.count() <= 0) return InvalidArgument("presigned URL lifetime must be positive").WithParam("ttl");
+  // A file:// URL is read by tools that know nothing of our rules, so only
+  // what Get would serve gets one: unlike S3, a missing object is NotFound
+  // now, and a symbolic link is refused (a reader would follow it).
+  if (method == PresignMethod::kGet) {
+    OMNI_RETURN_IF_ERROR(OpenObject(key).status());
+    return PathToFileUrl(root_ + "/" + std::string(key));
+  }
   SplitKeyResult split = SplitKey(key);
-  auto dir = OpenDirBeneath(root_fd_.get(), split.dir, /*create=*/method == PresignMethod::kPut);
-  if (!dir.ok()) {
-    // A missing object is the fetcher's 404, as on S3; a link or a file in
-    // the way is refused now.
-    if (method == PresignMethod::kPut || dir.status().code() == StatusCode::kPermissionDenied) {
-      return Status(dir.status()).Annotate(fmt::format("presigning '{}'", key));
+  auto dir = OpenDirBeneath(root_fd_.get(), split.dir, /*create=*/true);
+  if (!dir.ok()) return Status(dir.status()).Annotate(fmt::format("presigning '{}'", key));
+  // A writer that opens the path instead of replacing it (not PutToUrl)
+  // would follow a link at the leaf, so that is refused too.
+  struct stat st;
+  if (::fstatat(dir->get(), split.leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (S_ISLNK(st.st_mode)) return ErrnoStatus(ELOOP, fmt::format("presigning '{}'", key));
+    if (S_ISDIR(st.st_mode)) {
+      return FailedPrecondition(fmt::format("presigning '{}': the key is a prefix of other objects (a directory)", key));
     }
+    if (!S_ISREG(st.st_mode)) return FailedPrecondition(fmt::format("presigning '{}': not a regular file", key));
+  } else if (errno != ENOENT) {
+    return ErrnoStatus(errno, fmt::format("presigning '{}'", key));
   }
   return PathToFileUrl(root_ + "/" + std::string(key));
 }

@@ -25,8 +25,9 @@
 //  - Etags are the XXH3-128 of the content, 32 lower-case hex digits (the
 //    shape of S3's MD5 etags; a fast change detector, not a security digest).
 //  - No symbolic link below the root is ever followed (each directory is
-//    opened with O_NOFOLLOW relative to its parent), so no key can reach
-//    outside the root; a key crossing a link gets PermissionDenied.
+//    opened with O_NOFOLLOW relative to its parent, path_confine.h), so no
+//    key can reach outside the root; a key crossing a link gets
+//    PermissionDenied.
 //  - A file system has no room for both "a" and "a/b": such a Put gets
 //    FailedPrecondition (S3 allows it).
 //
@@ -82,8 +83,11 @@ class FsStore final : public ObjectStore {
   // Fills etag and content type from sidecars; metadata stays empty.
   StatusOr<std::vector<ObjectInfo>> List(std::string_view prefix) override;
   // "file:///root/key". `ttl` cannot be enforced on a file and is only
-  // checked to be positive. For kPut the key's directory is created; whoever
-  // writes there must replace the file atomically (PutToUrl in url_fetch.h).
+  // checked to be positive. kGet refuses what Get refuses: a missing object
+  // or a directory (NotFound), a symbolic link (PermissionDenied). For kPut
+  // the key's directory is created and a link, directory or other non-file
+  // at the key is refused; whoever writes there must replace the file
+  // atomically (PutToUrl in url_fetch.h).
   StatusOr<std::string> Presign(std::string_view key, PresignMethod method, std::chrono::seconds ttl) override;
   // Objects by the mtime of their data file; also temporaries and orphaned
   // sidecars older than stale_temp_age in the directories it visits; empty

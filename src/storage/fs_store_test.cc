@@ -457,8 +457,19 @@ TEST_F(FsStoreTest, PresignReturnsAFileUrlOfTheBytes) {
   auto put_url = store_->Presign("new/dir/obj", PresignMethod::kPut, seconds(300));
   ASSERT_TRUE(put_url.ok());
   EXPECT_TRUE(fs::is_directory(Root() + "/new/dir"));
-  // A missing object still gets a URL (the fetch is the 404, as on S3).
-  EXPECT_TRUE(store_->Presign("no/such", PresignMethod::kGet, seconds(300)).ok());
+  // Unlike S3, only what Get would serve gets a GET URL: any tool may read
+  // a file:// URL, and would follow a link.
+  EXPECT_EQ(store_->Presign("no/such", PresignMethod::kGet, seconds(300)).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store_->Presign("p", PresignMethod::kGet, seconds(300)).status().code(), StatusCode::kNotFound);
+  ASSERT_EQ(::mkfifo((Root() + "/p/fifo").c_str(), 0600), 0);
+  EXPECT_EQ(store_->Presign("p/fifo", PresignMethod::kGet, seconds(300)).status().code(), StatusCode::kNotFound);
+  fs::create_symlink(Root() + "/p/q.bin", Root() + "/p/link");
+  EXPECT_EQ(store_->Presign("p/link", PresignMethod::kGet, seconds(300)).status().code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_EQ(store_->Presign("p/link", PresignMethod::kPut, seconds(300)).status().code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_EQ(store_->Presign("p", PresignMethod::kPut, seconds(300)).status().code(),
+            StatusCode::kFailedPrecondition);
 }
 
 TEST_F(FsStoreTest, DataWithoutSidecarIsDescribedByItsBytes) {
