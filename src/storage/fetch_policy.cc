@@ -4,6 +4,7 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <charconv>
 #include <condition_variable>
 #include <cstring>
@@ -182,6 +183,14 @@ StatusOr<std::vector<IpAddress>> ResolveHost(const std::string& host, std::chron
     int rc = 0;                     // guarded by mu
     std::vector<IpAddress> result;  // guarded by mu
   };
+  // Each lookup holds a thread until getaddrinfo returns, even past the
+  // timeout; a cap keeps slow names from piling threads up.
+  constexpr int kMaxLookupsInFlight = 16;
+  static std::atomic<int> in_flight{0};
+  if (in_flight.fetch_add(1) >= kMaxLookupsInFlight) {
+    in_flight.fetch_sub(1);
+    return ResourceExhausted(fmt::format("resolving {}: {} lookups already in flight", host, kMaxLookupsInFlight));
+  }
   auto answer = std::make_shared<Answer>();
   try {
     // Detached: getaddrinfo cannot be interrupted, so a timed-out lookup
@@ -208,6 +217,7 @@ StatusOr<std::vector<IpAddress>> ResolveHost(const std::string& host, std::chron
         result.push_back(a);
       }
       if (list != nullptr) ::freeaddrinfo(list);
+      in_flight.fetch_sub(1);
       std::lock_guard lock(answer->mu);
       answer->rc = rc;
       answer->result = std::move(result);
@@ -215,6 +225,7 @@ StatusOr<std::vector<IpAddress>> ResolveHost(const std::string& host, std::chron
       answer->cv.notify_all();
     }).detach();
   } catch (const std::system_error& e) {
+    in_flight.fetch_sub(1);
     return Unavailable(std::string("resolving a host: cannot start a thread: ") + e.what());
   }
   std::unique_lock lock(answer->mu);

@@ -82,7 +82,8 @@ using HostResolver =
     std::function<StatusOr<std::vector<IpAddress>>(const std::string& host, std::chrono::milliseconds timeout)>;
 
 // getaddrinfo on a helper thread, bounded by `timeout` (getaddrinfo itself
-// cannot be cancelled; a late answer is dropped).
+// cannot be cancelled; a late answer is dropped). At most 16 lookups run at
+// once; more get ResourceExhausted.
 StatusOr<std::vector<IpAddress>> ResolveHost(const std::string& host, std::chrono::milliseconds timeout);
 
 struct FetchPolicy {
