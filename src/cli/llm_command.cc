@@ -13,6 +13,7 @@
 #include "services/llm/llm_http.h"
 #include "services/llm/llm_service.h"
 #include "engine/kv_event_publisher.h"
+#include "storage/fetch_policy.h"
 #include "storage/open_store.h"
 #include "storage/s3/s3_store.h"
 
@@ -42,6 +43,18 @@ CLI::App* AddLlmCommand(CLI::App& app, LlmFlags* f) {
   sub->add_option("--max-num-seqs", f->max_num_seqs, "running sequences at most")->capture_default_str();
   sub->add_flag("--no-prefix-caching", f->no_prefix_caching, "turn automatic prefix caching off (for comparisons)");
   sub->add_option("--store", f->store, "object store for s3:// and file:// media (file:///dir or s3://bucket...)");
+  sub->add_flag("--fetch-allow-loopback", f->fetch_allow_loopback,
+                "let http:// media URLs reach loopback addresses (127/8, ::1); refused by default");
+  sub->add_flag("--fetch-allow-private", f->fetch_allow_private,
+                "let http:// media URLs reach private addresses (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7)");
+  sub->add_option("--fetch-allow", f->fetch_allow,
+                  "let http:// media URLs reach this CIDR whatever its kind, e.g. 169.254.10.0/24 (repeatable)");
+  sub->add_option("--fetch-timeout-ms", f->fetch_timeout_ms, "time limit of one media fetch, redirects included")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3'600'000));
+  sub->add_option("--fetch-max-bytes", f->fetch_max_bytes, "largest media object fetched")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   sub->add_option("--embedding-cache-bytes", f->embedding_cache_bytes, "LRU cache of fetched embedding objects")
       ->capture_default_str();
   sub->add_option("--kv-events", f->kv_events, "publish KV-cache events (vLLM ZeroMQ format) on tcp://HOST:PORT");
@@ -79,6 +92,15 @@ int RunLlmCommand(const LlmFlags& f) {
     }
     store = std::move(opened).value();
   }
+  FetchPolicy fetch_policy{.allow_loopback = f.fetch_allow_loopback, .allow_private = f.fetch_allow_private};
+  for (const std::string& cidr : f.fetch_allow) {
+    auto parsed = IpCidr::Parse(cidr);
+    if (!parsed.ok()) {
+      OMNI_LOG(kError, "llm: --fetch-allow: {}", parsed.status().message());
+      return 2;
+    }
+    fetch_policy.allow.push_back(*parsed);
+  }
   HttpClient http_client;
   MetricsRegistry registry;
   llm::LlmServiceOptions options;
@@ -95,6 +117,9 @@ int RunLlmCommand(const LlmFlags& f) {
   options.store_uri = f.store;
   options.http_client = &http_client;
   options.embedding_cache_bytes = static_cast<size_t>(f.embedding_cache_bytes);
+  options.fetch_policy = std::move(fetch_policy);
+  options.fetch_timeout = std::chrono::milliseconds(f.fetch_timeout_ms);
+  options.fetch_max_bytes = static_cast<size_t>(f.fetch_max_bytes);
   options.metrics = &registry;
   options.kv_events = kv_events.get();
   auto created = llm::LlmService::Create(std::move(options));

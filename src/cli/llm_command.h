@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -24,6 +25,13 @@ struct LlmFlags {
   int max_num_seqs = 256;
   bool no_prefix_caching = false;
   std::string store;
+  // http:// media fetches (storage/fetch_policy.h): loopback, private and
+  // other internal addresses are refused unless allowed here.
+  bool fetch_allow_loopback = false;
+  bool fetch_allow_private = false;
+  std::vector<std::string> fetch_allow;  // CIDRs allowed whatever their kind
+  int fetch_timeout_ms = 30'000;
+  int64_t fetch_max_bytes = 512ll << 20;
   int64_t embedding_cache_bytes = 512ll << 20;
   std::string kv_events;
   int64_t seed = 0;

@@ -387,7 +387,8 @@ TEST(LlmServer, BadInputGetsOpenAiErrorsAndServerKeepsServing) {
   expect_error("/v1/chat/completions", ImageChat("file://" + corrupt, "x").dump(), 400, "messages[1].content[0]");
   expect_error("/v1/chat/completions", ImageChat("data:image/png;base64,AAAA", "x").dump(), 400,
                "messages[1].content[0].image_url.url");
-  expect_error("/v1/chat/completions", ImageChat("file:///etc/passwd", "x").dump(), 400, "messages[1].content[0]");
+  // Outside the store reads as missing: no existence oracle.
+  expect_error("/v1/chat/completions", ImageChat("file:///etc/passwd", "x").dump(), 404, "messages[1].content[0]");
   // Still serving.
   EXPECT_EQ(s.PostJson("/v1/chat/completions", Chat("hi", 3, {{"ignore_eos", true}}))["usage"]["completion_tokens"], 3);
 }

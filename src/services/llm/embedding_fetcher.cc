@@ -1,15 +1,17 @@
 #include "services/llm/embedding_fetcher.h"
 
+#include <stdlib.h>
+
 #include <utility>
 
 #include "core/ascii.h"
+#include "core/log.h"
+#include "storage/fs_io.h"
 #include "storage/content_hash.h"
 #include "storage/url_fetch.h"
 
 namespace omni::llm {
 namespace {
-
-constexpr size_t kMaxObjectBytes = 512u << 20;
 
 // "s3://bucket/prefix?query" -> bucket, prefix (no slashes at the ends).
 void SplitS3Uri(std::string_view uri, std::string* bucket, std::string* prefix) {
@@ -25,15 +27,16 @@ void SplitS3Uri(std::string_view uri, std::string* bucket, std::string* prefix) 
   }
 }
 
-bool HasDotDotSegment(std::string_view path) {
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t end = path.find('/', start);
-    if (end == std::string_view::npos) end = path.size();
-    if (path.substr(start, end - start) == "..") return true;
-    start = end + 1;
-  }
-  return false;
+// The directory of a file:// store URI, links resolved; empty if none.
+std::string FileStoreRoot(const std::string& store_uri) {
+  if (!store_uri.starts_with("file://")) return "";
+  StatusOr<std::string> path = FileUrlToPath(store_uri);
+  if (!path.ok()) return "";
+  char* resolved = ::realpath(path->c_str(), nullptr);
+  if (resolved == nullptr) return "";
+  std::string root(resolved);
+  ::free(resolved);
+  return root;
 }
 
 }  // namespace
@@ -49,17 +52,17 @@ bool Sha256FromHex(std::string_view hex, Sha256Digest* out) {
   return true;
 }
 
-EmbeddingFetcher::EmbeddingFetcher(ObjectStore* store, std::string store_uri, HttpClient* client,
-                                   size_t cache_bytes)
-    : store_(store), store_uri_(std::move(store_uri)), client_(client), capacity_(cache_bytes) {}
+EmbeddingFetcher::EmbeddingFetcher(EmbeddingFetcherOptions options)
+    : options_(std::move(options)), file_root_(FileStoreRoot(options_.store_uri)) {}
 
 StatusOr<std::string> EmbeddingFetcher::ReadBytes(std::string_view url, std::string* cache_key) {
+  ObjectStore* store = options_.store;
   if (url.starts_with("s3://")) {
-    if (store_ == nullptr || !store_uri_.starts_with("s3://")) {
+    if (store == nullptr || !options_.store_uri.starts_with("s3://")) {
       return InvalidArgument("s3:// media need the server to run with --store s3://BUCKET...");
     }
     std::string bucket, prefix, url_bucket, key;
-    SplitS3Uri(store_uri_, &bucket, &prefix);
+    SplitS3Uri(options_.store_uri, &bucket, &prefix);
     SplitS3Uri(url, &url_bucket, &key);
     if (url_bucket != bucket) {
       return InvalidArgument("s3://" + url_bucket + " is not this server's store bucket (" + bucket + ")");
@@ -70,25 +73,29 @@ StatusOr<std::string> EmbeddingFetcher::ReadBytes(std::string_view url, std::str
       key = key.substr(prefix.size() + 1);
     }
     *cache_key = "s3://" + bucket + "/" + (prefix.empty() ? "" : prefix + "/") + key;
-    return store_->Get(key);
+    return store->Get(key);
   }
-  if (url.starts_with("file://")) {
-    if (!store_uri_.starts_with("file://")) {
+  FetchOptions fetch{.max_bytes = options_.max_object_bytes, .timeout = options_.fetch_timeout,
+                     .policy = options_.fetch_policy};
+  if (url.starts_with("file:")) {
+    if (file_root_.empty()) {
       return InvalidArgument("file:// media are only read from the server's --store file:// directory");
     }
-    std::string root = store_uri_.substr(7);
-    while (!root.empty() && root.back() == '/') root.pop_back();
-    std::string_view path = url.substr(7);
-    if (!path.starts_with(root + "/") || HasDotDotSegment(path)) {
-      return InvalidArgument("file:// media must be under the server's store directory");
-    }
     *cache_key = std::string(url);
-    return FetchUrl(url, FetchOptions{.max_bytes = kMaxObjectBytes}, nullptr);
+    fetch.file_root = file_root_;
+    StatusOr<std::string> bytes = FetchUrl(url, fetch, nullptr);
+    // Outside the store, a link, a directory, a FIFO, a bad escape: all
+    // read as "not found", or the answer would tell which files exist.
+    if (!bytes.ok() && bytes.status().code() != StatusCode::kPayloadTooLarge) {
+      OMNI_LOG(kDebug, "embedding object {}: {}", UrlForDisplay(url), bytes.status().ToString());
+      return NotFound("no such object");
+    }
+    return bytes;
   }
   if (url.starts_with("http://") || url.starts_with("https://")) {
-    if (client_ == nullptr) return InvalidArgument("this server does not fetch http:// media");
+    if (options_.http_client == nullptr) return InvalidArgument("this server does not fetch http:// media");
     *cache_key = std::string(url.substr(0, url.find('?')));
-    return FetchUrl(url, FetchOptions{.max_bytes = kMaxObjectBytes}, client_);
+    return FetchUrl(url, fetch, options_.http_client);
   }
   return InvalidArgument("unsupported media URL scheme (expected s3://, file:// or http://)");
 }
@@ -113,34 +120,39 @@ StatusOr<std::shared_ptr<const FetchedEmbedding>> EmbeddingFetcher::Fetch(std::s
   }
   std::string resolved_key;
   StatusOr<std::string> bytes = ReadBytes(url, &resolved_key);
+  const std::string shown = UrlForDisplay(key);
   if (!bytes.ok()) {
     Status s = bytes.status();
-    if (s.code() == StatusCode::kNotFound) return NotFound("embedding object not found: " + key);
-    return std::move(s).Annotate("embedding object " + key);
+    if (s.code() == StatusCode::kNotFound) return NotFound("embedding object not found: " + shown);
+    return std::move(s).Annotate("embedding object " + shown);
   }
   auto fetched = std::make_shared<FetchedEmbedding>();
   fetched->nbytes = bytes->size();
   Sha256FromHex(Sha256Hex(*bytes), &fetched->sha256);
   StatusOr<EmbeddingObject> parsed = ParseEmbeddingObject(std::move(bytes).value());
   if (!parsed.ok()) {
-    return InvalidArgument("corrupt embedding object " + key + ": " + parsed.status().message());
+    // The parser's message quotes what it read (a header length is the
+    // file's first 8 bytes); it stays in the log.
+    OMNI_LOG(kInfo, "corrupt embedding object {}: {}", shown, parsed.status().message());
+    return InvalidArgument("corrupt embedding object " + shown +
+                           ": not a safetensors file with 'rows' [N, D] and/or 'ids' [N]");
   }
   fetched->object = std::move(parsed).value();
   if (!fetched->object.rows.defined() && !fetched->object.ids.defined()) {
-    return InvalidArgument("embedding object " + key + " holds neither 'rows' nor 'ids'");
+    return InvalidArgument("embedding object " + shown + " holds neither 'rows' nor 'ids'");
   }
   Insert(key, fetched);
   return std::shared_ptr<const FetchedEmbedding>(std::move(fetched));
 }
 
 void EmbeddingFetcher::Insert(const std::string& key, std::shared_ptr<const FetchedEmbedding> value) {
-  if (value->nbytes > capacity_) return;
+  if (value->nbytes > options_.cache_bytes) return;
   std::lock_guard lock(mu_);
   if (index_.contains(key)) return;
   lru_.emplace_front(key, std::move(value));
   index_[key] = lru_.begin();
   bytes_ += lru_.front().second->nbytes;
-  while (bytes_ > capacity_ && !lru_.empty()) {
+  while (bytes_ > options_.cache_bytes && !lru_.empty()) {
     bytes_ -= lru_.back().second->nbytes;
     index_.erase(lru_.back().first);
     lru_.pop_back();

@@ -2,21 +2,26 @@
 // byte-bounded LRU cache in front.
 //
 // URLs: s3://BUCKET/KEY (read through the --store ObjectStore, which must be
-// that bucket), file:///PATH (only under the --store file:// root, so a client
-// cannot make the server read arbitrary files), http://... (presigned URLs,
-// fetched with FetchUrl). Objects are content-addressed and immutable
-// (emb/<model>/<sha256>.safetensors), so the cache key is the object's
-// location without the URL query (a presigned URL's signature changes; the
-// object does not). The injected rows are keyed in the prefix cache by the
-// sha256 of the object's bytes, never by URL.
+// that bucket), file:///PATH (confined to the --store file:// root by
+// path_confine.h: no '..', no symbolic link, regular files only), http://...
+// (presigned URLs, fetched with FetchUrl under the FetchPolicy: loopback,
+// private and link-local addresses are refused unless allowed). Objects are
+// content-addressed and immutable (emb/<model>/<sha256>.safetensors), so the
+// cache key is the object's location without the URL query (a presigned
+// URL's signature changes; the object does not). The injected rows are keyed
+// in the prefix cache by the sha256 of the object's bytes, never by URL.
 //
-// Errors: NotFound (404) for a missing object, InvalidArgument (400) for a
-// corrupt one, a URL the server cannot read, or a store mismatch; store and
-// network failures keep their codes. `param` is set by the caller.
+// Errors: NotFound (404) "embedding object not found: URL" for a missing
+// object and, alike, for every file:// URL the confinement refuses, so a
+// client cannot learn which files exist; InvalidArgument (400) for a corrupt
+// object (the message never quotes its bytes; the parser's detail goes to
+// the log), a URL the policy refuses, or a store mismatch; store and network
+// failures keep their codes. `param` is set by the caller.
 //
 // Thread-safety: thread-safe.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <list>
 #include <memory>
@@ -29,6 +34,7 @@
 #include "engine/media_span.h"
 #include "modelfile/tensor_object.h"
 #include "net/http_client.h"
+#include "storage/fetch_policy.h"
 #include "storage/object_store.h"
 
 namespace omni::llm {
@@ -39,11 +45,19 @@ struct FetchedEmbedding {
   size_t nbytes = 0;
 };
 
+struct EmbeddingFetcherOptions {
+  ObjectStore* store = nullptr;  // the --store; may be null; must outlive the fetcher
+  std::string store_uri;         // its URI
+  HttpClient* http_client = nullptr;  // null: no http:// URLs; must outlive the fetcher
+  size_t cache_bytes = 512u << 20;
+  size_t max_object_bytes = 512u << 20;
+  std::chrono::milliseconds fetch_timeout{30'000};  // http://, redirects included
+  FetchPolicy fetch_policy;
+};
+
 class EmbeddingFetcher {
  public:
-  // `store` (may be null) is the --store; `store_uri` its URI. `client` may
-  // be null (no http URLs then).
-  EmbeddingFetcher(ObjectStore* store, std::string store_uri, HttpClient* client, size_t cache_bytes);
+  explicit EmbeddingFetcher(EmbeddingFetcherOptions options);
 
   StatusOr<std::shared_ptr<const FetchedEmbedding>> Fetch(std::string_view url);
 
@@ -56,10 +70,10 @@ class EmbeddingFetcher {
   StatusOr<std::string> ReadBytes(std::string_view url, std::string* cache_key);
   void Insert(const std::string& key, std::shared_ptr<const FetchedEmbedding> value);
 
-  ObjectStore* store_;
-  std::string store_uri_;
-  HttpClient* client_;
-  size_t capacity_;
+  EmbeddingFetcherOptions options_;
+  // The store's directory with links resolved (as FsStore's root, which
+  // its presigned URLs name); empty unless the store is file://.
+  std::string file_root_;
 
   mutable std::mutex mu_;
   using Entry = std::pair<std::string, std::shared_ptr<const FetchedEmbedding>>;

@@ -79,8 +79,10 @@ StatusOr<std::unique_ptr<LlmService>> LlmService::Create(LlmServiceOptions optio
 
 LlmService::LlmService(LlmServiceOptions options) : options_(std::move(options)) {
   served_name_ = options_.served_model_name.empty() ? FolderName(options_.model_dir) : options_.served_model_name;
-  fetcher_ = std::make_unique<EmbeddingFetcher>(options_.store, options_.store_uri, options_.http_client,
-                                                options_.embedding_cache_bytes);
+  fetcher_ = std::make_unique<EmbeddingFetcher>(EmbeddingFetcherOptions{
+      .store = options_.store, .store_uri = options_.store_uri, .http_client = options_.http_client,
+      .cache_bytes = options_.embedding_cache_bytes, .max_object_bytes = options_.fetch_max_bytes,
+      .fetch_timeout = options_.fetch_timeout, .fetch_policy = options_.fetch_policy});
   metrics_ = std::make_unique<LlmMetrics>(*options_.metrics, served_name_);
 }
 

@@ -48,6 +48,11 @@ struct LlmServiceOptions {
   std::string store_uri;
   HttpClient* http_client = nullptr;  // for http:// media; must outlive the service
   size_t embedding_cache_bytes = 512u << 20;
+  // http:// media: which addresses may be fetched (storage/fetch_policy.h),
+  // how long a fetch may take and how large an object may be.
+  FetchPolicy fetch_policy;
+  std::chrono::milliseconds fetch_timeout{30'000};
+  size_t fetch_max_bytes = 512u << 20;
   MetricsRegistry* metrics = nullptr;  // required; must outlive the service
   KvEventSink* kv_events = nullptr;    // optional; must outlive the service
 };
