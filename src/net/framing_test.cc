@@ -33,34 +33,49 @@ TEST(Framing, HeadBlockRefusesFoldingBareLineEndsAndNul) {
 }
 
 TEST(Framing, OnlyALoneChunkedCodingIsAccepted) {
-  auto chunked = ParseRequestBytes("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nNEXT", kHead, kBody);
+  auto chunked = ParseRequestBytes("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nNEXT", kHead, kBody);
   ASSERT_TRUE(chunked.ok()) << chunked.status().ToString();
   EXPECT_EQ(chunked->message.body(), "abc");
-  EXPECT_EQ(chunked->consumed, 60u);  // all but NEXT
-  EXPECT_EQ(CodeOf("POST / HTTP/1.1\r\nTransfer-Encoding: CHUNKED\r\n\r\n0\r\n\r\n"), StatusCode::kOk);
+  EXPECT_EQ(chunked->consumed, 69u);  // all but NEXT
+  EXPECT_EQ(CodeOf("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: CHUNKED\r\n\r\n0\r\n\r\n"), StatusCode::kOk);
   for (std::string_view te : {"identity", "xchunked", "chunked, identity", "gzip, chunked", "chunked,", ", chunked",
                               "chunked;x=1", ""}) {
-    std::string req = "POST / HTTP/1.1\r\nTransfer-Encoding: " + std::string(te) + "\r\n\r\n0\r\n\r\n";
+    std::string req = "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + std::string(te) + "\r\n\r\n0\r\n\r\n";
     EXPECT_EQ(CodeOf(req), StatusCode::kUnimplemented) << te;
   }
-  EXPECT_EQ(CodeOf("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+  EXPECT_EQ(CodeOf("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
             StatusCode::kInvalidArgument);  // Beast: a duplicate
-  EXPECT_EQ(CodeOf("POST / HTTP/1.1\r\nTransfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+  EXPECT_EQ(CodeOf("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
             StatusCode::kUnimplemented);
 }
 
 TEST(Framing, TransferEncodingWithLengthOrInHttp10IsRefused) {
-  EXPECT_EQ(CodeOf("POST / HTTP/1.1\r\nTransfer-Encoding: identity\r\nContent-Length: 2\r\n\r\nab"),
+  EXPECT_EQ(CodeOf("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\nContent-Length: 2\r\n\r\nab"),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(CodeOf("POST / HTTP/1.1\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\nab"),
+  EXPECT_EQ(CodeOf("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\nab"),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(CodeOf("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"), StatusCode::kInvalidArgument);
 }
 
+TEST(Framing, HostIsRequiredOnceInHttp11) {
+  EXPECT_EQ(CodeOf("GET / HTTP/1.1\r\n\r\n"), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CodeOf("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CodeOf("GET / HTTP/1.0\r\n\r\n"), StatusCode::kOk);
+  EXPECT_EQ(CodeOf("GET / HTTP/1.0\r\nHost: a\r\nHost: a\r\n\r\n"), StatusCode::kInvalidArgument);
+}
+
+// A head with bare LF line ends is refused as soon as the LF arrives, not
+// after waiting for a CRLFCRLF that such a client never sends.
+TEST(Framing, BareLfEndsTheHeadSearchAtOnce) {
+  EXPECT_EQ(HeadLength("GET / HTTP/1.1\nHost: x\n"), 15u);
+  EXPECT_FALSE(CheckHeaderBlock("GET / HTTP/1.1\n").ok());
+  EXPECT_EQ(CodeOf("GET / HTTP/1.1\nHost: x\n\n"), StatusCode::kInvalidArgument);
+}
+
 TEST(Framing, LimitsAndIncompleteInput) {
-  EXPECT_EQ(CodeOf("POST / HTTP/1.1\r\nContent-Length: 5000\r\n\r\n"), StatusCode::kPayloadTooLarge);
-  EXPECT_EQ(CodeOf("POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nab"), StatusCode::kInvalidArgument);
-  EXPECT_EQ(CodeOf("GET / HTTP/1.1\r\nX: " + std::string(kHead, 'a') + "\r\n\r\n"), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CodeOf("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n"), StatusCode::kPayloadTooLarge);
+  EXPECT_EQ(CodeOf("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab"), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CodeOf("GET / HTTP/1.1\r\nHost: x\r\nX: " + std::string(kHead, 'a') + "\r\n\r\n"), StatusCode::kInvalidArgument);
 }
 
 TEST(Framing, ResponsesFollowTheSameRules) {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <boost/asio/connect.hpp>
@@ -72,6 +73,14 @@ Status NetworkError(const boost::system::error_code& ec, std::string_view what, 
 std::string PoolKey(const HttpClientRequest& request, const Url& url) {
   if (request.connect_address.empty()) return url.HostPort();
   return url.HostPort() + "@" + request.connect_address;
+}
+
+// A head "HTTP/1.x 1yz" other than 101: an interim response.
+bool IsInterimHead(const beast::flat_buffer& buffer, size_t head_len) {
+  auto data = buffer.cdata();
+  std::string_view head(static_cast<const char*>(data.data()), head_len);
+  return head.size() > 12 && head.starts_with("HTTP/1.") && head[8] == ' ' && head[9] == '1' &&
+         head.substr(9, 3) != "101";
 }
 
 // A pooled connection the server has closed (or sent stray bytes on) shows
@@ -278,7 +287,10 @@ class HttpClient::Impl {
       head += "\r\n";
     };
     for (const auto& [name, value] : request.headers) {
+      // Expect: this client sends the body at once, so a 100 Continue would
+      // only be an extra response to skip.
       if (EqualsIgnoreCase(name, "content-length") || EqualsIgnoreCase(name, "transfer-encoding") ||
+          EqualsIgnoreCase(name, "expect") ||
           name.find_first_of("\r\n:") != std::string::npos || value.find_first_of("\r\n") != std::string::npos) {
         continue;
       }
@@ -317,6 +329,13 @@ class HttpClient::Impl {
     // The whole head first, so its raw bytes are checked before Beast
     // parses (and unfolds) them (net/internal/framing.h).
     auto [rec, head_len] = co_await ReadHeaderBlock(stream, buffer, kMaxResponseHeadBytes);
+    // Interim 1xx responses (a 100 Continue the server sent unasked) come
+    // before the real one and are skipped (RFC 9110 section 15.2); 101 is
+    // final but this client never asks to switch protocols.
+    while (!rec && IsInterimHead(buffer, head_len)) {
+      buffer.consume(head_len);
+      std::tie(rec, head_len) = co_await ReadHeaderBlock(stream, buffer, kMaxResponseHeadBytes);
+    }
     if (rec) {
       r.status = NetworkError(rec, "read response from", url);
       r.stale_connection = IsConnectionDrop(rec) && buffer.size() == 0;

@@ -142,6 +142,12 @@ TEST(HttpClientTest, ResponseWithBadFramingIsAnError) {
     EXPECT_EQ(r.status().code(), StatusCode::kInternal) << bad << ": " << r.status().ToString();
     EXPECT_EQ(r.status().message().find("hello"), std::string::npos) << r.status().ToString();
   }
+  // A 100 Continue before the real answer is skipped, never taken for it.
+  testing::CannedServer interim("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+  auto after_interim = client.Request({.url = "http://127.0.0.1:" + std::to_string(interim.port()) + "/x"});
+  ASSERT_TRUE(after_interim.ok()) << after_interim.status().ToString();
+  EXPECT_EQ(after_interim->status, 200);
+  EXPECT_EQ(after_interim->body, "ok");
   testing::CannedServer good("HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
   auto r = client.Request({.url = "http://127.0.0.1:" + std::to_string(good.port()) + "/x"});
   ASSERT_TRUE(r.ok()) << r.status().ToString();

@@ -39,6 +39,13 @@ Status CheckCodings(const Fields& fields, bool parser_chunked) {
 
 std::optional<size_t> HeadLength(std::string_view bytes) {
   size_t end = bytes.find("\r\n\r\n");
+  // A bare LF before the end: the head ends there for CheckHeaderBlock to
+  // refuse, rather than after a wait for a CRLFCRLF that may never come.
+  size_t lf = bytes.find('\n');
+  while (lf != std::string_view::npos && (end == std::string_view::npos || lf < end)) {
+    if (lf == 0 || bytes[lf - 1] != '\r') return lf + 1;
+    lf = bytes.find('\n', lf + 1);
+  }
   if (end == std::string_view::npos) return std::nullopt;
   return end + 4;
 }
@@ -63,6 +70,11 @@ Status CheckHeaderBlock(std::string_view head) {
 }
 
 Status CheckRequestFraming(const http::request_header<>& head, bool parser_chunked) {
+  // RFC 9112 section 3.2: a server MUST answer 400 to an HTTP/1.1 request
+  // without a Host, and to any request with more than one.
+  const auto hosts = head.count(http::field::host);
+  if (hosts > 1) return InvalidArgument("more than one Host header");
+  if (hosts == 0 && head.version() >= 11) return InvalidArgument("an HTTP/1.1 request needs a Host header");
   if (head.find(http::field::transfer_encoding) == head.end()) return Status::Ok();
   if (head.find(http::field::content_length) != head.end()) {
     return InvalidArgument("a request must not carry both Transfer-Encoding and Content-Length");

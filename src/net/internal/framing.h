@@ -23,7 +23,8 @@
 namespace omni::net_internal {
 
 // The length of the head (start line, fields and the empty line that ends
-// them) at the start of `bytes`, or nullopt while it is incomplete. Empty
+// them) at the start of `bytes`, or nullopt while it is incomplete. A bare
+// LF ends it early, for CheckHeaderBlock to refuse at once. Empty
 // lines before the start line are not skipped (RFC 9112 section 2.2 lets a
 // server skip them; Beast refuses them, and so do we, consistently).
 std::optional<size_t> HeadLength(std::string_view bytes);
@@ -35,7 +36,7 @@ std::optional<size_t> HeadLength(std::string_view bytes);
 Status CheckHeaderBlock(std::string_view head);
 
 // After the request head was parsed (`parser_chunked`: what Beast's parser
-// concluded): a Transfer-Encoding must be one field "chunked" (anything
+// concluded): one Host (none only in HTTP/1.0), and a Transfer-Encoding must be one field "chunked" (anything
 // else is 501 Unimplemented: this server decodes no other coding), must
 // not come with a Content-Length (400), and must not be in an HTTP/1.0
 // request (400, section 6.1).
