@@ -64,6 +64,18 @@ CLI::App* AddLlmCommand(CLI::App& app, LlmFlags* f) {
                   "replicas on one machine should split the cores between them")
       ->capture_default_str()
       ->check(CLI::Range(0, 1024));
+  sub->add_option("--max-pending-requests", f->max_pending_requests,
+                  "generation requests held at once (preparing, waiting, running); more get 429 with Retry-After")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  sub->add_option("--max-inflight-body-bytes", f->max_inflight_body_bytes,
+                  "request body bytes buffered at once across connections; more get 503 with Retry-After")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1} << 20, int64_t{1} << 40));
+  sub->add_option("--drain-timeout-ms", f->drain_timeout_ms,
+                  "on SIGTERM, how long running requests may finish before their streams are ended")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 3'600'000));
   return sub;
 }
 
@@ -128,13 +140,15 @@ int RunLlmCommand(const LlmFlags& f) {
     return 2;
   }
   std::unique_ptr<llm::LlmService> service = std::move(created).value();
-  llm::LlmHttpAdapter adapter(*service, registry);
+  llm::LlmHttpAdapter adapter(*service, registry, {.max_pending_requests = f.max_pending_requests});
 
   HttpServerOptions http;
   http.host = f.host;
   http.port = static_cast<uint16_t>(f.port);
   http.io_threads = 2;
   http.metrics = &registry;
+  http.max_inflight_body_bytes = static_cast<size_t>(f.max_inflight_body_bytes);
+  http.drain_timeout = std::chrono::milliseconds(f.drain_timeout_ms);
   HttpServer server(http);
   adapter.RegisterRoutes(server);
   if (Status s = server.Start(); !s.ok()) {
@@ -145,10 +159,14 @@ int RunLlmCommand(const LlmFlags& f) {
   std::thread loader([&] {
     if (Status s = service->Load(); !s.ok()) OMNI_LOG(kError, "llm: {}", s.ToString());
   });
-  server.RunUntilSignal();  // SIGTERM: drain in-flight requests and streams
+  // SIGTERM: stop accepting, drain for --drain-timeout-ms, then abort what
+  // still runs (streams end with an error event and [DONE]); a second
+  // signal exits at once.
+  server.RunUntilSignal();
   loader.join();
   service->Shutdown();
   adapter.WaitIdle();
+  OMNI_LOG(kInfo, "llm: stopped");
   return 0;
 }
 

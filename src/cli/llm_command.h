@@ -36,6 +36,9 @@ struct LlmFlags {
   std::string kv_events;
   int64_t seed = 0;
   int threads = 0;  // compute threads; 0: OMP_NUM_THREADS, else every core
+  int max_pending_requests = 4096;   // generation requests held at once; more get 429
+  int64_t max_inflight_body_bytes = 256ll << 20;  // request bodies buffered at once; more get 503
+  int drain_timeout_ms = 30'000;     // SIGTERM: how long running requests may finish
 };
 
 CLI::App* AddLlmCommand(CLI::App& app, LlmFlags* flags);

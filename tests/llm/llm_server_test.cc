@@ -6,8 +6,10 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -66,12 +68,15 @@ const std::string& DemoModelDir() {
 }
 
 struct TestServer {
-  explicit TestServer(LlmServiceOptions o) : server(HttpServerOptions{.io_threads = 2, .access_log = false, .metrics = &registry}) {
+  explicit TestServer(LlmServiceOptions o, LlmHttpOptions http_options = {},
+                      std::chrono::milliseconds drain_timeout = std::chrono::seconds(30))
+      : server(HttpServerOptions{.io_threads = 2, .drain_timeout = drain_timeout, .access_log = false,
+                                 .metrics = &registry}) {
     o.model_dir = DemoModelDir() + "/demo-llm";
     o.store_uri = "file://" + DemoModelDir() + "/store";
     o.metrics = &registry;
     service = std::move(LlmService::Create(std::move(o))).value();
-    adapter = std::make_unique<LlmHttpAdapter>(*service, registry);
+    adapter = std::make_unique<LlmHttpAdapter>(*service, registry, http_options);
     adapter->RegisterRoutes(server);
     OMNI_CHECK(server.Start().ok());
     Status s = service->Load();
@@ -431,6 +436,128 @@ TEST(LlmServer, ConcurrentStreamsUnderPreemptionMatchSoloRuns) {
   for (int i = 0; i < kClients; ++i) EXPECT_EQ(together[i], solo[i]) << "client " << i;
   EXPECT_GT(s.Metric("vllm:num_preemptions_total{model_name=\"demo-llm\"}"), 0);
   EXPECT_EQ(s.service->engine_metrics().num_running, 0);
+}
+
+int ThreadCount() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
+// Streams that stay open until the test lets them go; each counts its events.
+struct HeldStreams {
+  HeldStreams(TestServer& s, int count, int max_tokens) {
+    for (int i = 0; i < count; ++i) {
+      auto state = std::make_shared<State>();
+      states.push_back(state);
+      Json body = Chat("Held stream " + std::to_string(i), max_tokens, {{"ignore_eos", true}, {"stream", true}});
+      handles.push_back(s.client.StreamAsync(
+          {.method = HttpMethod::kPost, .url = s.base + "/v1/chat/completions", .body = body.dump(),
+           .timeout = std::chrono::seconds(120)},
+          {.on_headers = [state](int status, const HttpHeaders&) {
+             state->status = status;
+             return true;
+           },
+           .on_body = [state](std::string_view b) {
+             std::lock_guard lock(state->mu);
+             state->parser.Feed(b, [&](SseEvent&& e) { state->events.push_back(e.data); });
+             return true;
+           }},
+          [state](StatusOr<int>) { state->done.set_value(); }));
+    }
+  }
+  ~HeldStreams() {
+    for (auto& h : handles) h->Cancel();
+    for (auto& st : states) st->finished.wait_for(kWait);
+  }
+  bool WaitAllStarted() {
+    for (int i = 0; i < 1000; ++i) {  // a bound for hangs, not a timing assertion
+      bool all = true;
+      for (auto& st : states) {
+        std::lock_guard lock(st->mu);
+        all = all && !st->events.empty();
+      }
+      if (all) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+  struct State {
+    std::mutex mu;
+    SseParser parser;
+    std::vector<std::string> events;  // guarded by mu
+    std::atomic<int> status{0};
+    std::promise<void> done;
+    std::shared_future<void> finished = done.get_future().share();
+  };
+  static constexpr auto kWait = std::chrono::seconds(30);
+  std::vector<std::shared_ptr<State>> states;
+  std::vector<std::shared_ptr<HttpCallHandle>> handles;
+};
+
+// Requests hold no thread: 48 open streams add none to the process, where
+// the old adapter started one per request.
+TEST(LlmServer, OpenStreamsHoldNoThreads) {
+  TestServer s(LlmServiceOptions{.num_kv_blocks = 512, .max_model_len = 1024});
+  const int before = ThreadCount();
+  HeldStreams held(s, 48, 900);
+  ASSERT_TRUE(held.WaitAllStarted());
+  EXPECT_EQ(s.adapter->pending_requests(), 48);
+  EXPECT_LE(ThreadCount(), before + 1) << "threads grew with the number of requests";
+}
+
+// Beyond --max-pending-requests a request gets 429 with Retry-After and an
+// OpenAI error; the held ones go on, and a slot freed is usable again.
+TEST(LlmServer, AdmissionLimitAnswers429WithRetryAfter) {
+  TestServer s(LlmServiceOptions{.num_kv_blocks = 512, .max_model_len = 1024}, LlmHttpOptions{.max_pending_requests = 2});
+  {
+    HeldStreams held(s, 2, 900);
+    ASSERT_TRUE(held.WaitAllStarted());
+    HttpClientResponse busy = s.Post("/v1/chat/completions", Chat("one more", 4).dump());
+    EXPECT_EQ(busy.status, 429) << busy.body;
+    EXPECT_EQ(busy.headers.GetOr("retry-after", ""), "1");
+    EXPECT_EQ(Json::parse(busy.body)["error"]["code"], "server_busy");
+    EXPECT_EQ(s.Metric("omni_llm_requests_rejected_total"), 1);
+  }
+  // The held streams were cancelled; their slots come back.
+  for (int i = 0; i < 1000 && s.adapter->pending_requests() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  Json ok = s.PostJson("/v1/chat/completions", Chat("now there is room", 4));
+  EXPECT_EQ(ok["object"], "chat.completion");
+}
+
+// SIGTERM's drain: past the deadline the streams still running end with an
+// error event and [DONE] (not a cut connection), a unary request gets 503,
+// and Shutdown returns.
+TEST(LlmServer, DrainDeadlineEndsStreamsWithAnErrorEventAndDone) {
+  auto s = std::make_unique<TestServer>(LlmServiceOptions{.num_kv_blocks = 512, .max_model_len = 8192},
+                                        LlmHttpOptions{}, std::chrono::milliseconds(300));
+  HeldStreams held(*s, 3, 8000);
+  ASSERT_TRUE(held.WaitAllStarted());
+  std::promise<StatusOr<HttpClientResponse>> unary;
+  std::thread unary_thread([&] {
+    unary.set_value(s->client.Request({.method = HttpMethod::kPost, .url = s->base + "/v1/chat/completions",
+                                       .body = Chat("long unary", 8000, {{"ignore_eos", true}}).dump(),
+                                       .timeout = std::chrono::seconds(120)}));
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // let the unary request start
+  auto stopped = std::async(std::launch::async, [&] { s->server.Shutdown(); });
+  ASSERT_EQ(stopped.wait_for(HeldStreams::kWait), std::future_status::ready) << "Shutdown hung";
+  for (auto& st : held.states) {
+    ASSERT_EQ(st->finished.wait_for(HeldStreams::kWait), std::future_status::ready);
+    std::lock_guard lock(st->mu);
+    ASSERT_GE(st->events.size(), 2u);
+    EXPECT_EQ(st->events.back(), "[DONE]");
+    Json err = Json::parse(st->events[st->events.size() - 2]);
+    ASSERT_TRUE(err.contains("error")) << err.dump();
+    EXPECT_NE(err["error"]["message"].get<std::string>().find("shutting down"), std::string::npos);
+  }
+  unary_thread.join();
+  StatusOr<HttpClientResponse> u = unary.get_future().get();
+  ASSERT_TRUE(u.ok()) << u.status().ToString();
+  EXPECT_EQ(u->status, 503) << u->body;
+  EXPECT_TRUE(s->adapter->WaitIdle());
 }
 
 TEST(StopStringMatcher, HoldsBackPossibleStartsAndCuts) {

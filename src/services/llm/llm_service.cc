@@ -2,7 +2,7 @@
 
 #include <condition_variable>
 #include <ctime>
-#include <deque>
+#include <future>
 #include <filesystem>
 #include <mutex>
 #include <random>
@@ -30,29 +30,6 @@ std::string FolderName(const std::string& dir) {
   while (!p.empty() && p.filename().empty()) p = p.parent_path();
   return p.filename().string();
 }
-
-// Outputs of every choice of one request, handed from the engine thread to
-// the request's own thread.
-struct OutputChannel {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<std::pair<int, TokenOutput>> queue;  // guarded by mu
-
-  void Push(int choice, const TokenOutput& out) {
-    {
-      std::lock_guard lock(mu);
-      queue.emplace_back(choice, out);
-    }
-    cv.notify_one();
-  }
-  std::pair<int, TokenOutput> Pop() {
-    std::unique_lock lock(mu);
-    cv.wait(lock, [&] { return !queue.empty(); });
-    auto item = std::move(queue.front());
-    queue.pop_front();
-    return item;
-  }
-};
 
 struct ChoiceState {
   ChoiceState(const Tokenizer& tokenizer, std::vector<std::string> stops)
@@ -84,6 +61,7 @@ LlmService::LlmService(LlmServiceOptions options) : options_(std::move(options))
       .cache_bytes = options_.embedding_cache_bytes, .max_object_bytes = options_.fetch_max_bytes,
       .fetch_timeout = options_.fetch_timeout, .fetch_policy = options_.fetch_policy});
   metrics_ = std::make_unique<LlmMetrics>(*options_.metrics, served_name_);
+  output_ = std::make_unique<ThreadPool>(1);
 }
 
 LlmService::~LlmService() { Shutdown(); }
@@ -144,9 +122,7 @@ Status LlmService::Ready() const {
 Status LlmService::CheckModel(const std::string& model) const {
   OMNI_RETURN_IF_ERROR(Ready());
   if (model.empty() || model == served_name_) return Status::Ok();
-  return NotFound("The model '" + model + "' does not exist. Served models: [" + served_name_ + "]")
-      .WithParam("model")
-      .WithErrorCode("model_not_found");
+  return ModelNotFound(model, served_name_);
 }
 
 std::string LlmService::NewId(std::string_view prefix) {
@@ -263,17 +239,52 @@ LogprobEntry LlmService::MakeLogprobEntry(const SampledToken& token) const {
   return e;
 }
 
-StatusOr<Usage> LlmService::Generate(const PreparedGeneration& request, const GenerationSink& sink) {
-  OMNI_RETURN_IF_ERROR(Ready());
-  const auto start = SteadyClock::now();
-  const int n = request.sampling.n;
-  auto channel = std::make_shared<OutputChannel>();
-  std::vector<ChoiceState> choices;
-  choices.reserve(n);
+struct LlmService::Run {
+  PreparedGeneration request;  // prompt and media dropped once submitted
+  GenerationSink sink;
+  GenerationDone done;
+  std::vector<ChoiceState> choices;  // [n]
+  SteadyClock::time_point start;
+  int prompt_tokens = 0;
   int submitted = 0;
+  int finished = 0;
   Status submit_error;
+  bool consumer_gone = false;
+
+  void CancelAll(Engine& engine) const {
+    for (int i = 0; i < submitted; ++i) engine.Cancel(EngineId(request, i));
+  }
+  void Emit(Engine& engine, const GenerationEvent& e) {
+    if (consumer_gone) return;
+    if (!sink(e)) {
+      consumer_gone = true;
+      CancelAll(engine);
+    }
+  }
+};
+
+void LlmService::StartGenerate(const PreparedGeneration& request, GenerationSink sink, GenerationDone done) {
+  if (Status s = Ready(); !s.ok()) {
+    done(std::move(s));
+    return;
+  }
+  auto run = std::make_shared<Run>();
+  run->request = request;
+  run->sink = std::move(sink);
+  run->done = std::move(done);
+  if (!output_->Post([this, run] { SubmitRun(run); })) {
+    run->done(Unavailable("the server is shutting down"));
+  }
+}
+
+void LlmService::SubmitRun(const std::shared_ptr<Run>& run) {
+  const PreparedGeneration& request = run->request;
+  const int n = request.sampling.n;
+  run->start = SteadyClock::now();
+  run->prompt_tokens = static_cast<int>(request.prompt_ids.size());
+  run->choices.reserve(n);
+  for (int i = 0; i < n; ++i) run->choices.emplace_back(*tokenizer_, request.stop);
   for (int i = 0; i < n; ++i) {
-    choices.emplace_back(*tokenizer_, request.stop);
     EngineRequest er;
     er.request_id = EngineId(request, i);
     er.prompt_token_ids = request.prompt_ids;
@@ -281,82 +292,96 @@ StatusOr<Usage> LlmService::Generate(const PreparedGeneration& request, const Ge
     er.sampling = request.sampling;
     er.sampling.n = 1;
     if (er.sampling.seed) er.sampling.seed = *er.sampling.seed + static_cast<uint64_t>(i);
-    Status s = engine_->Submit(std::move(er), [channel, i](const TokenOutput& o) { channel->Push(i, o); });
+    // On the engine thread: hand the output over and return.
+    Status s = engine_->Submit(std::move(er), [this, run, i](const TokenOutput& o) {
+      output_->Post([this, run, i, o] {
+        try {
+          HandleOutput(*run, i, o);
+        } catch (const std::exception& e) {  // bad_alloc: fail this request, not the process
+          OMNI_LOG(kError, "llm: request {}: {}", run->request.id, e.what());
+          run->consumer_gone = true;
+          run->CancelAll(*engine_);
+        }
+      });
+    });
     if (!s.ok()) {
-      submit_error = std::move(s);
+      run->submit_error = std::move(s);
       break;
     }
-    ++submitted;
+    ++run->submitted;
   }
-  bool consumer_gone = false;
-  auto cancel_all = [&] {
-    for (int i = 0; i < submitted; ++i) engine_->Cancel(EngineId(request, i));
-  };
-  if (!submit_error.ok()) {
-    if (submitted == 0) return submit_error;
-    consumer_gone = true;  // report nothing; drain what was started
-    cancel_all();
+  run->request.prompt_ids = {};
+  run->request.media = {};
+  if (run->submit_error.ok()) return;
+  if (run->submitted == 0) {
+    run->done(run->submit_error);
+    return;
   }
-  auto emit = [&](const GenerationEvent& e) {
-    if (consumer_gone) return;
-    if (!sink(e)) {
-      consumer_gone = true;
-      cancel_all();
-    }
-  };
-
-  int finished = 0;
-  while (finished < submitted) {
-    auto [i, out] = channel->Pop();
-    ChoiceState& c = choices[i];
-    if (c.finished) continue;
-    if (out.token) {
-      const auto now = SteadyClock::now();
-      if (!c.has_token && i == 0) metrics_->ObserveTimeToFirstToken(SecondsBetween(start, now));
-      if (c.has_token) metrics_->ObserveInterTokenLatency(SecondsBetween(c.last_token, now));
-      c.has_token = true;
-      c.last_token = now;
-      // A stop token id or EOS ends the choice and is not shown.
-      const bool stop_token = out.finish_reason == FinishReason::kStop;
-      if (!c.stop.stopped() && !stop_token) {
-        GenerationEvent e{.kind = GenerationEvent::Kind::kDelta, .choice = i};
-        StatusOr<std::string> piece = c.detok.Push(out.token->token_id);
-        e.text = c.stop.Push(piece.ok() ? *piece : std::string());
-        if (c.stop.stopped()) engine_->Finish(EngineId(request, i), FinishReason::kStop);
-        if (request.sampling.logprobs) e.logprobs.push_back(MakeLogprobEntry(*out.token));
-        if (!e.text.empty() || !e.logprobs.empty()) emit(e);
-      }
-    }
-    if (out.finish_reason == FinishReason::kNone) continue;
-    if (!c.stop.stopped()) {
-      std::string tail = c.stop.Push(c.detok.Flush());
-      if (!c.stop.stopped()) tail += c.stop.Flush();
-      if (!tail.empty()) emit(GenerationEvent{.kind = GenerationEvent::Kind::kDelta, .choice = i, .text = tail});
-    }
-    c.finished = true;
-    c.finish_reason = c.stop.stopped() ? "stop" : std::string(FinishReasonName(out.finish_reason));
-    c.output_tokens = out.num_output_tokens;
-    c.cached_tokens = out.num_cached_tokens;
-    ++finished;
-    emit(GenerationEvent{.kind = GenerationEvent::Kind::kFinish, .choice = i, .finish_reason = c.finish_reason});
-  }
-  if (!submit_error.ok()) return submit_error;
-
-  Usage usage;
-  usage.prompt_tokens = static_cast<int>(request.prompt_ids.size());
-  for (const ChoiceState& c : choices) usage.completion_tokens += c.output_tokens;
-  usage.cached_tokens = choices.empty() ? 0 : choices[0].cached_tokens;
-  metrics_->ObserveRequest(SecondsBetween(start, SteadyClock::now()),
-                           choices.empty() ? "abort" : choices[0].finish_reason);
-  return usage;
+  run->consumer_gone = true;  // report nothing; drain what was started
+  run->CancelAll(*engine_);
 }
 
-StatusOr<CompletionResult> LlmService::Complete(const PreparedGeneration& request,
-                                                const std::function<bool()>& client_present) {
-  CompletionResult result;
-  result.choices.resize(request.sampling.n);
-  auto collect = [&](const GenerationEvent& e) {
-    ChoiceResult& c = result.choices[e.choice];
+void LlmService::HandleOutput(Run& run, int i, const TokenOutput& out) {
+  const PreparedGeneration& request = run.request;
+  ChoiceState& c = run.choices[i];
+  if (c.finished) return;
+  if (out.token) {
+    const auto now = SteadyClock::now();
+    if (!c.has_token && i == 0) metrics_->ObserveTimeToFirstToken(SecondsBetween(run.start, now));
+    if (c.has_token) metrics_->ObserveInterTokenLatency(SecondsBetween(c.last_token, now));
+    c.has_token = true;
+    c.last_token = now;
+    // A stop token id or EOS ends the choice and is not shown.
+    const bool stop_token = out.finish_reason == FinishReason::kStop;
+    if (!c.stop.stopped() && !stop_token) {
+      GenerationEvent e{.kind = GenerationEvent::Kind::kDelta, .choice = i};
+      StatusOr<std::string> piece = c.detok.Push(out.token->token_id);
+      e.text = c.stop.Push(piece.ok() ? *piece : std::string());
+      if (c.stop.stopped()) engine_->Finish(EngineId(request, i), FinishReason::kStop);
+      if (request.sampling.logprobs) e.logprobs.push_back(MakeLogprobEntry(*out.token));
+      if (!e.text.empty() || !e.logprobs.empty()) run.Emit(*engine_, e);
+    }
+  }
+  if (out.finish_reason == FinishReason::kNone) return;
+  if (!c.stop.stopped()) {
+    std::string tail = c.stop.Push(c.detok.Flush());
+    if (!c.stop.stopped()) tail += c.stop.Flush();
+    if (!tail.empty()) {
+      run.Emit(*engine_, GenerationEvent{.kind = GenerationEvent::Kind::kDelta, .choice = i, .text = tail});
+    }
+  }
+  c.finished = true;
+  c.finish_reason = c.stop.stopped() ? "stop" : std::string(FinishReasonName(out.finish_reason));
+  c.output_tokens = out.num_output_tokens;
+  c.cached_tokens = out.num_cached_tokens;
+  ++run.finished;
+  run.Emit(*engine_, GenerationEvent{.kind = GenerationEvent::Kind::kFinish, .choice = i, .finish_reason = c.finish_reason});
+  if (run.finished < run.submitted) return;
+
+  if (!run.submit_error.ok()) {
+    run.done(run.submit_error);
+    return;
+  }
+  Usage usage;
+  usage.prompt_tokens = run.prompt_tokens;
+  for (const ChoiceState& cs : run.choices) usage.completion_tokens += cs.output_tokens;
+  usage.cached_tokens = run.choices[0].cached_tokens;
+  metrics_->ObserveRequest(SecondsBetween(run.start, SteadyClock::now()), run.choices[0].finish_reason);
+  run.done(usage);
+}
+
+StatusOr<Usage> LlmService::Generate(const PreparedGeneration& request, const GenerationSink& sink) {
+  std::promise<StatusOr<Usage>> result;
+  StartGenerate(request, sink, [&result](StatusOr<Usage> usage) { result.set_value(std::move(usage)); });
+  return result.get_future().get();
+}
+
+void LlmService::StartComplete(const PreparedGeneration& request, std::function<bool()> client_present,
+                               CompletionDone done) {
+  auto result = std::make_shared<CompletionResult>();
+  result->choices.resize(request.sampling.n);
+  auto collect = [result, client_present = std::move(client_present)](const GenerationEvent& e) {
+    ChoiceResult& c = result->choices[e.choice];
     if (e.kind == GenerationEvent::Kind::kDelta) {
       c.text += e.text;
       c.logprobs.insert(c.logprobs.end(), e.logprobs.begin(), e.logprobs.end());
@@ -365,14 +390,24 @@ StatusOr<CompletionResult> LlmService::Complete(const PreparedGeneration& reques
     }
     return client_present();
   };
-  OMNI_ASSIGN_OR_RETURN(result.usage, Generate(request, collect));
-  for (const ChoiceResult& c : result.choices) {
-    if (c.finish_reason == "error") return Internal("the model failed while generating");
-    if (c.finish_reason == "abort") {
-      return Unavailable("the request was aborted (server shutting down or client gone)");
+  StartGenerate(request, std::move(collect), [result, done = std::move(done)](StatusOr<Usage> usage) {
+    if (!usage.ok()) {
+      done(usage.status());
+      return;
     }
-  }
-  return result;
+    for (const ChoiceResult& c : result->choices) {
+      if (c.finish_reason == "error") {
+        done(Internal("the model failed while generating"));
+        return;
+      }
+      if (c.finish_reason == "abort") {
+        done(Unavailable("the request was aborted (server shutting down or client gone)"));
+        return;
+      }
+    }
+    result->usage = *usage;
+    done(std::move(*result));
+  });
 }
 
 void LlmService::Cancel(const PreparedGeneration& request) {
@@ -412,7 +447,10 @@ void LlmService::UpdateEngineMetrics() {
 }
 
 void LlmService::Shutdown() {
+  // The engine first: its aborts go through the output thread, which then
+  // delivers them (and every queued submission's Unavailable) and stops.
   if (loaded_.load(std::memory_order_acquire)) engine_->Stop();
+  output_->Shutdown();
 }
 
 }  // namespace omni::llm

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "core/thread_pool.h"
 #include "engine/engine.h"
 #include "models/hyperclovax.h"
 #include "net/http_client.h"
@@ -113,6 +114,9 @@ struct CompletionResult {
 
 // Returns false once the consumer is gone (the request is then cancelled).
 using GenerationSink = std::function<bool(const GenerationEvent&)>;
+// Called once when a generation has ended: the usage of every choice, or
+// the error that kept it from starting.
+using GenerationDone = std::function<void(StatusOr<Usage>)>;
 
 struct TokenizeResult {
   std::vector<int32_t> tokens;
@@ -133,14 +137,23 @@ class LlmService {
 
   StatusOr<PreparedGeneration> PrepareChat(const ChatRequest& request);
   StatusOr<PreparedGeneration> PrepareCompletion(const CompletionRequest& request);
-  // Runs a prepared request to the end, calling `sink` for each event in
-  // order (from the caller's thread). The usage counts every choice.
+  // Starts a prepared request and returns at once: no thread waits for it.
+  // `sink` gets each event in order, then `done` runs once; both run on the
+  // service's output thread (one for all requests), so they must not block
+  // (ResponseWriter::WriteNoWait, not Write). Errors before any choice was
+  // submitted (Unavailable after Shutdown) reach `done` too.
+  void StartGenerate(const PreparedGeneration& request, GenerationSink sink, GenerationDone done);
+  // StartGenerate, waiting for the end; `sink` runs on the output thread.
+  // The usage counts every choice. For callers with a thread to spare
+  // (offline generation, tests).
   StatusOr<Usage> Generate(const PreparedGeneration& request, const GenerationSink& sink);
-  // Generate() collected into whole choices, for non-streamed answers.
-  // `client_present` is asked at each event; false cancels the request. A
-  // choice that ended in "error" or "abort" makes the whole answer an error
-  // (Internal / Unavailable), as a partial answer must not look complete.
-  StatusOr<CompletionResult> Complete(const PreparedGeneration& request, const std::function<bool()>& client_present);
+  // StartGenerate() collected into whole choices, for non-streamed answers;
+  // `done` runs once on the output thread. `client_present` is asked at each
+  // event; false cancels the request. A choice that ended in "error" or
+  // "abort" makes the whole answer an error (Internal / Unavailable), as a
+  // partial answer must not look complete.
+  using CompletionDone = std::function<void(StatusOr<CompletionResult>)>;
+  void StartComplete(const PreparedGeneration& request, std::function<bool()> client_present, CompletionDone done);
   // Cancels a request being generated (client disconnect): its blocks are
   // freed at the engine's next iteration. No-op if it already finished.
   void Cancel(const PreparedGeneration& request);
@@ -150,7 +163,8 @@ class LlmService {
 
   // Refreshes the engine gauges and counters in the registry.
   void UpdateEngineMetrics();
-  // Stops the engine: unfinished requests end with "abort".
+  // Stops the engine: unfinished requests end with "abort", their events
+  // and `done` delivered before this returns. New requests get Unavailable.
   void Shutdown();
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
@@ -165,6 +179,11 @@ class LlmService {
   Status FinishPrepare(const GenerationOptions& options, PreparedGeneration* out) const;
   std::string NewId(std::string_view prefix);
   LogprobEntry MakeLogprobEntry(const SampledToken& token) const;
+  struct Run;
+  // Submits every choice of `run`; on the output thread.
+  void SubmitRun(const std::shared_ptr<Run>& run);
+  // One engine output of choice `choice`; on the output thread.
+  void HandleOutput(Run& run, int choice, const TokenOutput& out);
 
   LlmServiceOptions options_;
   std::string served_name_;
@@ -175,6 +194,9 @@ class LlmService {
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<models::HyperClovaxModel> model_;
   std::unique_ptr<Engine> engine_;
+  // The output thread: turns engine outputs into events (detokenizing,
+  // stop strings) and runs sinks, off the engine thread and in order.
+  std::unique_ptr<ThreadPool> output_;
   std::vector<int32_t> chat_stop_ids_;  // <|im_end|>, <|endoftext|>
   int max_model_len_ = 0;
   int num_kv_blocks_ = 0;
