@@ -37,6 +37,14 @@ CLI::App* AddGatewayCommand(CLI::App& app, GatewayFlags* f) {
       ->capture_default_str()
       ->check(CLI::Range(1, 16));
   sub->add_option("--seed", f->seed, "seed for random tie-breaks (0: from the clock)")->capture_default_str();
+  sub->add_option("--max-inflight-body-bytes", f->max_inflight_body_bytes,
+                  "request body bytes buffered at once across connections; more get 503 with Retry-After")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1} << 20, int64_t{1} << 40));
+  sub->add_option("--drain-timeout-ms", f->drain_timeout_ms,
+                  "on SIGTERM, how long proxied requests may finish before their connections are closed")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 3'600'000));
   return sub;
 }
 
@@ -78,6 +86,8 @@ int RunGatewayCommand(const GatewayFlags& f) {
   http.io_threads = f.io_threads;
   http.metrics = &registry;
   http.access_log = false;  // the gateway's counters and the servers' own logs carry the request ids
+  http.max_inflight_body_bytes = static_cast<size_t>(f.max_inflight_body_bytes);
+  http.drain_timeout = std::chrono::milliseconds(f.drain_timeout_ms);
   HttpServer server(http);
   // Upstream exchanges run on the server's io threads: no thread hand-off
   // between a client's request, its upstream call and the reply.

@@ -24,6 +24,8 @@ struct GatewayFlags {
   int request_timeout_s = 600;
   int max_attempts = 3;
   int64_t seed = 0;
+  int64_t max_inflight_body_bytes = 256ll << 20;  // request bodies buffered at once; more get 503
+  int drain_timeout_ms = 30'000;                  // SIGTERM: how long proxied requests may finish
 };
 
 CLI::App* AddGatewayCommand(CLI::App& app, GatewayFlags* flags);

@@ -112,4 +112,13 @@ std::string Status::ToString() const {
   return s;
 }
 
+Status ModelNotFound(std::string_view requested, std::string_view served_models) {
+  constexpr size_t kShown = 64;
+  std::string shown(requested.substr(0, kShown));
+  if (requested.size() > kShown) shown += "... (" + std::to_string(requested.size()) + " bytes)";
+  return NotFound("The model '" + shown + "' does not exist. Served models: [" + std::string(served_models) + "]")
+      .WithParam("model")
+      .WithErrorCode("model_not_found");
+}
+
 }  // namespace omni

@@ -93,6 +93,10 @@ inline Status FailedPrecondition(std::string m) { return {StatusCode::kFailedPre
 inline Status Cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
 inline Status Unimplemented(std::string m) { return {StatusCode::kUnimplemented, std::move(m)}; }
 inline Status ResourceExhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
+// The one "unknown model" error of every role (404, code model_not_found,
+// param model), as OpenAI and vLLM answer it. `requested` is shown cut to
+// a few dozen characters: a client's megabyte-long name is not echoed.
+Status ModelNotFound(std::string_view requested, std::string_view served_models);
 
 // A value or the Status explaining why there is none.
 template <typename T>

@@ -47,8 +47,7 @@ StatusOr<RoutedRequest> GatewayService::Route(const HttpRequest& request) {
     if (std::find(p->config.models.begin(), p->config.models.end(), model) != p->config.models.end()) pool = p.get();
   }
   if (pool == nullptr) {
-    return NotFound("The model `" + model + "` does not exist; this gateway serves " + ServedModelsList())
-        .WithParam("model");
+    return ModelNotFound(model, ServedModelsList());
   }
   const PoolRouter& router = *pool->router;
   const bool chat = IsChat(request.path);

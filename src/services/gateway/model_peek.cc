@@ -228,7 +228,9 @@ class ModelScanner {
   char Peek() const { return AtEnd() ? '\0' : s_[pos_]; }
 
   static Status Malformed(size_t at, std::string_view what) {
-    return InvalidArgument("malformed JSON at byte " + std::to_string(at) + ": " + std::string(what));
+    // The LLM server's code for the same body, so a client sees one answer.
+    return InvalidArgument("malformed JSON at byte " + std::to_string(at) + ": " + std::string(what))
+        .WithErrorCode("invalid_json");
   }
 
   std::string_view s_;

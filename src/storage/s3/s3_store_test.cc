@@ -161,7 +161,7 @@ TEST_F(FlakyS3Test, RetriesTransientFailuresThenSucceeds) {
 TEST_F(FlakyS3Test, GivesUpAfterMaxAttempts) {
   fail_first_ = 100;
   Status st = store_->Put("k", "payload");
-  EXPECT_EQ(st.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st.ToString();
   EXPECT_EQ(st.error_code(), "SlowDown");
   EXPECT_EQ(puts_.load(), 4);
   EXPECT_EQ(sleeps_.size(), 3u);
