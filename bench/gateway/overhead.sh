@@ -9,6 +9,7 @@
 #  2. requests/s: 32 connections, gateway vs nginx (both with 2 workers).
 # Starts and stops only its own processes (by PID).
 set -euo pipefail
+source "$(dirname "$0")/../common.sh"
 build="${1:-build}"
 duration="${DURATION:-10s}"
 work="$(mktemp -d)"
@@ -21,8 +22,6 @@ cleanup() {
 trap cleanup EXIT
 command -v wrk >/dev/null || { echo "wrk not installed (scripts/setup.sh)" >&2; exit 1; }
 command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || { echo "nginx not installed (scripts/setup.sh)" >&2; exit 1; }
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_http() { for _ in $(seq 1 100); do curl -sf "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "no answer from $1" >&2; exit 1; }
 
 "$build/bench/http/http_bench_server" --port 0 --threads 1 >"$work/backend.out" 2>&1 &
 pids+=($!)

@@ -4,7 +4,7 @@
 // checks and scrapes /health and /metrics also answer). Prints "port=<n>" on stdout once listening, then serves
 // until SIGINT/SIGTERM. Used by wrk.sh.
 //
-//   http_bench_server --port 0 --threads 1 [--pooled]
+//   http_bench_server --port 0 --threads 1 [--pooled] [--max-inflight-body-bytes N]
 //
 // By default the ping handler is inline (runs on the io thread), which is how
 // cheap endpoints such as /health are served; --pooled measures the hop to
@@ -29,10 +29,12 @@ int main(int argc, char** argv) {
       options.io_threads = std::atoi(argv[++i]);
     } else if (arg == "--workers" && i + 1 < argc) {
       options.worker_threads = std::atoi(argv[++i]);
+    } else if (arg == "--max-inflight-body-bytes" && i + 1 < argc) {
+      options.max_inflight_body_bytes = static_cast<size_t>(std::atoll(argv[++i]));
     } else if (arg == "--pooled") {
       pooled = true;
     } else {
-      std::fprintf(stderr, "usage: %s [--port N] [--threads N] [--workers N] [--pooled]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--port N] [--threads N] [--workers N] [--max-inflight-body-bytes N] [--pooled]\n", argv[0]);
       return 2;
     }
   }

@@ -13,6 +13,7 @@
 #      shared-prefix TTFT, caching on    vs  off (a second server)
 # Starts and stops only the processes it launches (by PID).
 set -euo pipefail
+source "$(dirname "$0")/../common.sh"
 build="${1:-build}"
 bin="$build/omniserve"
 work="$(mktemp -d)"
@@ -32,14 +33,7 @@ start_server() {  # start_server NAME [llm flags...]
   shift
   "$bin" llm --model "$work/model" --served-model-name bench --port 0 "$@" >"$work/$name.log" 2>&1 &
   pid=$!
-  local port=""
-  for _ in $(seq 1 600); do
-    port="$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$work/$name.log" | head -1 | sed 's/.*://' || true)"
-    if [[ -n "$port" ]] && curl -sf "http://127.0.0.1:$port/health" >/dev/null; then break; fi
-    sleep 0.1
-  done
-  curl -sf "http://127.0.0.1:$port/health" >/dev/null || { echo "server did not come up" >&2; cat "$work/$name.log" >&2; exit 1; }
-  base="http://127.0.0.1:$port"
+  wait_for_llm "$work/$name.log"
 }
 stop_server() {
   kill "$pid"

@@ -1,0 +1,20 @@
+# Shell helpers the benchmark scripts share; `source` it. Every server is
+# started by the script itself on 127.0.0.1 and stopped by its PID.
+
+# wait_for_llm LOG: waits (up to 60 s) until the `omniserve llm` writing LOG
+# has logged its port and answers /health; sets $base. Exits on failure.
+wait_for_llm() {
+  local log="$1" port=""
+  for _ in $(seq 1 600); do
+    port="$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$log" | head -1 | sed 's/.*://' || true)"
+    if [[ -n "$port" ]] && curl -sf "http://127.0.0.1:$port/health" >/dev/null; then break; fi
+    sleep 0.1
+  done
+  curl -sf "http://127.0.0.1:$port/health" >/dev/null || { echo "server did not come up" >&2; cat "$log" >&2; exit 1; }
+  base="http://127.0.0.1:$port"
+}
+
+# A free loopback port (the OS picks it).
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# wait_http URL: waits up to 10 s for a 2xx answer.
+wait_http() { for _ in $(seq 1 100); do curl -sf "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "no answer from $1" >&2; exit 1; }
