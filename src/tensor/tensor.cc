@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <numeric>
 #include <sstream>
 
@@ -43,7 +44,10 @@ Tensor Tensor::Empty(const Shape& shape, DType dtype) {
   size_t alloc = (bytes + 63) / 64 * 64;
   if (alloc == 0) alloc = 64;
   void* p = std::aligned_alloc(64, alloc);
-  OMNI_CHECK(p != nullptr) << "out of memory allocating " << alloc << " bytes";
+  // Thrown, as operator new would: running out of memory is a condition of
+  // the request being served (the model runner turns it into that step's
+  // error), not a broken invariant that must end the process.
+  if (p == nullptr) throw std::bad_alloc();
   t.storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
   t.data_ = p;
   return t;

@@ -32,7 +32,8 @@ class Tensor {
  public:
   Tensor() = default;
 
-  // Owning, uninitialised, contiguous.
+  // Owning, uninitialised, contiguous, 64-byte aligned; throws
+  // std::bad_alloc when memory runs out (Zeros too).
   static Tensor Empty(const Shape& shape, DType dtype);
   static Tensor Zeros(const Shape& shape, DType dtype);
   // A view of memory the caller keeps alive; `keepalive` (if any) is held

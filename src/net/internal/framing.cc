@@ -84,6 +84,10 @@ Status CheckRequestFraming(const http::request_header<>& head, bool parser_chunk
 }
 
 Status CheckResponseFraming(const http::response_header<>& head, bool parser_chunked) {
+  // Beast takes any three digits; RFC 9110 section 15 defines 1xx-5xx only.
+  if (head.result_int() < 100 || head.result_int() > 599) {
+    return Internal("the upstream answered status " + std::to_string(head.result_int()) + ", outside 100-599");
+  }
   if (head.find(http::field::transfer_encoding) == head.end()) return Status::Ok();
   if (head.find(http::field::content_length) != head.end()) {
     return Internal("the upstream response carries both Transfer-Encoding and Content-Length");

@@ -41,7 +41,8 @@ Status CheckHeaderBlock(std::string_view head);
 // not come with a Content-Length (400), and must not be in an HTTP/1.0
 // request (400, section 6.1).
 Status CheckRequestFraming(const http::request_header<>& head, bool parser_chunked);
-// The same for a response, as a client reads it; every failure is Internal
+// The same for a response, as a client reads it, plus a status in 100-599;
+// every failure is Internal
 // (the upstream's fault), and the connection must not be reused.
 Status CheckResponseFraming(const http::response_header<>& head, bool parser_chunked);
 

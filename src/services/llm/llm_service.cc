@@ -1,10 +1,8 @@
 #include "services/llm/llm_service.h"
 
-#include <condition_variable>
 #include <ctime>
 #include <future>
 #include <filesystem>
-#include <mutex>
 #include <random>
 #include <utility>
 

@@ -6,10 +6,13 @@
 //   auto svc = LlmService::Create(options);   // cheap; the server can listen
 //   svc->Load();                              // tokenizer, weights, KV pool, engine
 //   auto prepared = svc->PrepareChat(request);          // 4xx errors happen here
-//   svc->Generate(*prepared, [](const GenerationEvent& e) { ...; return true; });
+//   svc->StartGenerate(*prepared, sink, done);        // returns at once
 //
-// Thread-safety: every method is thread-safe; Generate blocks its caller
-// until every choice of the request has finished.
+// Threads: the engine thread runs the model; one output thread turns its
+// outputs into events and runs every request's sink and done, so a request
+// in flight holds no thread of its own.
+// Thread-safety: every method is thread-safe. Generate (the blocking form)
+// must not be called from a sink or done, which run on the output thread.
 #pragma once
 
 #include <atomic>

@@ -47,7 +47,15 @@ StatusOr<StepOutput> HyperClovaxRunner::Step(const StepBatch& batch) {
   }
   fb.token_ids = ids_;
   StepOutput out;
-  OMNI_RETURN_IF_ERROR(model_.Forward(fb, view_, &out.logits));
+  // Out of memory (a tensor, or oneDNN's scratchpad) fails this step's
+  // sequences; the engine and the process go on.
+  try {
+    OMNI_RETURN_IF_ERROR(model_.Forward(fb, view_, &out.logits));
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted("out of memory running the model step");
+  } catch (const std::exception& e) {
+    return Internal(std::string("the model step failed: ") + e.what());
+  }
   return out;
 }
 
