@@ -380,6 +380,46 @@ bool IsQuietReadError(const boost::system::error_code& ec) {
          ec == asio::error::bad_descriptor;
 }
 
+// Reads the body after its head, counting it against max_inflight_body_bytes
+// (a declared length before a byte of it is read, a chunked body as it
+// grows). OK, Cancelled for a network end (close without a reply), or the
+// error to reject the request with.
+asio::awaitable<Status> ReadBody(Impl& srv, Connection& conn, http::request_parser<http::string_body>& parser,
+                                 BodyLease& lease) {
+  const size_t budget = srv.options_.max_inflight_body_bytes;
+  auto over_budget = [&] {
+    return Unavailable("the server is buffering its limit of request bodies (" + std::to_string(budget) +
+                       " bytes); retry shortly");
+  };
+  if (auto length = parser.content_length(); length && *length > 0) {
+    if (!lease.Grow(static_cast<size_t>(*length), budget)) co_return over_budget();
+  }
+  auto expect = parser.get()[http::field::expect];
+  if (EqualsIgnoreCase(expect, "100-continue")) {
+    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    co_await asio::async_write(conn.stream, asio::buffer(kContinue), kNoThrow);
+  }
+  conn.stream.expires_after(srv.options_.body_timeout);
+  while (!parser.is_done()) {
+    auto [ec, n] = co_await http::async_read_some(conn.stream, conn.buffer, parser, kNoThrow);
+    if (ec == http::error::body_limit) {
+      co_return PayloadTooLarge("request body is larger than " + std::to_string(srv.options_.max_body_bytes) +
+                                " bytes");
+    }
+    if (ec == http::error::partial_message || ec == asio::error::eof) {
+      co_return InvalidArgument("the request body ended before its declared length");
+    }
+    if (ec && IsQuietReadError(ec)) co_return Cancelled("connection closed");
+    if (ec) co_return InvalidArgument("malformed HTTP request body: " + ec.message());
+    const size_t have = parser.get().body().size();
+    if (have > lease.bytes() && !lease.Grow(std::max(kLeaseStep, have - lease.bytes()), budget)) {
+      co_return over_budget();
+    }
+  }
+  conn.stream.expires_never();
+  co_return Status::Ok();
+}
+
 // Reads one request and serves it; false when the connection should close.
 asio::awaitable<bool> ServeOne(Impl& srv, std::shared_ptr<Connection> conn, bool first) {
   auto& stream = conn->stream;
@@ -423,42 +463,12 @@ asio::awaitable<bool> ServeOne(Impl& srv, std::shared_ptr<Connection> conn, bool
   if (Status s = CheckRequestFraming(parser.get(), parser.chunked()); !s.ok()) co_return co_await Reject(srv, *conn, std::move(s));
 
   auto lease = std::make_shared<BodyLease>(srv.body_bytes_);
-  auto over_budget = [&] {
-    return Unavailable("the server is buffering its limit of request bodies (" +
-                       std::to_string(srv.options_.max_inflight_body_bytes) + " bytes); retry shortly");
-  };
-  // A declared length is counted before a byte of it is read.
-  if (auto length = parser.content_length(); length && *length > 0) {
-    if (!lease->Grow(static_cast<size_t>(*length), srv.options_.max_inflight_body_bytes)) {
-      co_return co_await Reject(srv, *conn, over_budget(), /*retry_after_seconds=*/1);
-    }
+  Status body = co_await ReadBody(srv, *conn, parser, *lease);
+  if (body.code() == StatusCode::kCancelled) co_return false;
+  if (!body.ok()) {
+    const bool retry = body.code() == StatusCode::kUnavailable;  // the budget: a retry may fit
+    co_return co_await Reject(srv, *conn, std::move(body), retry ? 1 : 0);
   }
-
-  auto expect = parser.get()[http::field::expect];
-  if (EqualsIgnoreCase(expect, "100-continue")) {
-    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-    co_await asio::async_write(stream, asio::buffer(kContinue), kNoThrow);
-  }
-  stream.expires_after(srv.options_.body_timeout);
-  while (!parser.is_done()) {
-    auto [bec, bn] = co_await http::async_read_some(stream, conn->buffer, parser, kNoThrow);
-    if (bec == http::error::body_limit) {
-      co_return co_await Reject(srv, *conn, PayloadTooLarge("request body is larger than " +
-                                                            std::to_string(srv.options_.max_body_bytes) + " bytes"));
-    }
-    if (bec == http::error::partial_message || bec == asio::error::eof) {
-      co_return co_await Reject(srv, *conn, InvalidArgument("the request body ended before its declared length"));
-    }
-    if (bec && IsQuietReadError(bec)) co_return false;
-    if (bec) co_return co_await Reject(srv, *conn, InvalidArgument("malformed HTTP request body: " + bec.message()));
-    // A chunked body is counted as it grows.
-    const size_t have = parser.get().body().size();
-    if (have > lease->bytes() && !lease->Grow(std::max(kLeaseStep, have - lease->bytes()),
-                                              srv.options_.max_inflight_body_bytes)) {
-      co_return co_await Reject(srv, *conn, over_budget(), /*retry_after_seconds=*/1);
-    }
-  }
-  stream.expires_never();
   co_return co_await Dispatch(srv, conn, parser.release(), std::move(lease));
 }
 
