@@ -190,11 +190,22 @@ void LlmHttpAdapter::Stream(const std::shared_ptr<Exchange>& ex) {
     w.Finish();
     ex->Done();
   };
-  service_.StartGenerate(ex->prepared, std::move(sink), std::move(done));
+  service_.StartGenerate(TakeEngineRequest(*ex), std::move(sink), std::move(done));
+}
+
+// The request for the service, which keeps it for the engine; the replies
+// need only its id and options, so the exchange lets go of the prompt and
+// a long one is not held twice. Before the service is called: once it is,
+// the output thread reads `ex.prepared`.
+PreparedGeneration LlmHttpAdapter::TakeEngineRequest(Exchange& ex) {
+  PreparedGeneration request = ex.prepared;
+  ex.prepared.prompt_ids = {};
+  ex.prepared.media = {};
+  return request;
 }
 
 void LlmHttpAdapter::Unary(const std::shared_ptr<Exchange>& ex) {
-  service_.StartComplete(ex->prepared, [ex] { return !ex->writer->client_gone(); },
+  service_.StartComplete(TakeEngineRequest(*ex), [ex] { return !ex->writer->client_gone(); },
                          [ex](StatusOr<CompletionResult> result) {
                            const PreparedGeneration& p = ex->prepared;
                            if (!result.ok()) {

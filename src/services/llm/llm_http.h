@@ -54,6 +54,7 @@ class LlmHttpAdapter {
   void Prepare(const std::shared_ptr<Exchange>& ex, const HttpRequest& request);
   void Stream(const std::shared_ptr<Exchange>& ex);
   void Unary(const std::shared_ptr<Exchange>& ex);
+  static PreparedGeneration TakeEngineRequest(Exchange& ex);
   void Release();
 
   LlmService& service_;

@@ -261,13 +261,13 @@ struct LlmService::Run {
   }
 };
 
-void LlmService::StartGenerate(const PreparedGeneration& request, GenerationSink sink, GenerationDone done) {
+void LlmService::StartGenerate(PreparedGeneration request, GenerationSink sink, GenerationDone done) {
   if (Status s = Ready(); !s.ok()) {
     done(std::move(s));
     return;
   }
   auto run = std::make_shared<Run>();
-  run->request = request;
+  run->request = std::move(request);
   run->sink = std::move(sink);
   run->done = std::move(done);
   if (!output_->Post([this, run] { SubmitRun(run); })) {
@@ -374,7 +374,7 @@ StatusOr<Usage> LlmService::Generate(const PreparedGeneration& request, const Ge
   return result.get_future().get();
 }
 
-void LlmService::StartComplete(const PreparedGeneration& request, std::function<bool()> client_present,
+void LlmService::StartComplete(PreparedGeneration request, std::function<bool()> client_present,
                                CompletionDone done) {
   auto result = std::make_shared<CompletionResult>();
   result->choices.resize(request.sampling.n);
@@ -388,7 +388,7 @@ void LlmService::StartComplete(const PreparedGeneration& request, std::function<
     }
     return client_present();
   };
-  StartGenerate(request, std::move(collect), [result, done = std::move(done)](StatusOr<Usage> usage) {
+  StartGenerate(std::move(request), std::move(collect), [result, done = std::move(done)](StatusOr<Usage> usage) {
     if (!usage.ok()) {
       done(usage.status());
       return;

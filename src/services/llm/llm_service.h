@@ -145,7 +145,7 @@ class LlmService {
   // service's output thread (one for all requests), so they must not block
   // (ResponseWriter::WriteNoWait, not Write). Errors before any choice was
   // submitted (Unavailable after Shutdown) reach `done` too.
-  void StartGenerate(const PreparedGeneration& request, GenerationSink sink, GenerationDone done);
+  void StartGenerate(PreparedGeneration request, GenerationSink sink, GenerationDone done);
   // StartGenerate, waiting for the end; `sink` runs on the output thread.
   // The usage counts every choice. For callers with a thread to spare
   // (offline generation, tests).
@@ -156,7 +156,7 @@ class LlmService {
   // "abort" makes the whole answer an error (Internal / Unavailable), as a
   // partial answer must not look complete.
   using CompletionDone = std::function<void(StatusOr<CompletionResult>)>;
-  void StartComplete(const PreparedGeneration& request, std::function<bool()> client_present, CompletionDone done);
+  void StartComplete(PreparedGeneration request, std::function<bool()> client_present, CompletionDone done);
   // Cancels a request being generated (client disconnect): its blocks are
   // freed at the engine's next iteration. No-op if it already finished.
   void Cancel(const PreparedGeneration& request);
