@@ -1,0 +1,137 @@
+#include "cli/role_registry.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <map>
+#include <string_view>
+
+#include "cli/bench_command.h"
+#include "cli/demo_model_command.h"
+#include "cli/gateway_command.h"
+#include "cli/generate_command.h"
+#include "cli/llm_command.h"
+#include "cli/roles.h"
+#include "cli/simulate_command.h"
+#include "cli/store_command.h"
+#include "cli/up_command.h"
+#include "cli/version.h"
+#include "core/check.h"
+
+namespace omni::cli {
+namespace {
+
+// A role whose flags live in one struct, added and run by a pair of functions.
+template <typename Flags>
+RoleCommand FlagsRole(std::string name, CLI::App* (*add)(CLI::App&, Flags*), int (*run)(const Flags&)) {
+  auto flags = std::make_shared<Flags>();
+  return RoleCommand{std::move(name), [flags, add](CLI::App& app) { return add(app, flags.get()); },
+                     [flags, run](const GlobalFlags&) { return run(*flags); }};
+}
+
+RoleCommand UpRole(const RoleInfo& info, std::string self_path) {
+  auto up = std::make_shared<UpOptions>();
+  up->self_path = std::move(self_path);
+  return RoleCommand{std::string(info.name),
+                     [up, info](CLI::App& app) {
+                       CLI::App* sub = app.add_subcommand(std::string(info.name), std::string(info.summary));
+                       sub->add_option("--host", up->host, "address for the client port")->capture_default_str();
+                       sub->add_option("--port", up->port, "client port (0: the OS picks; the llm role logs it)")
+                           ->capture_default_str();
+                       sub->add_option("--data-dir", up->data_dir, "models and objects (default $HOME/.cache/omniserve)");
+                       return sub;
+                     },
+                     [up](const GlobalFlags& global) {
+                       up->log_level = global.log_level;  // passed on to every child
+                       up->log_format = global.log_format;
+                       return RunUp(*up);
+                     }};
+}
+
+RoleCommand StoreRole() {
+  auto flags = std::make_shared<StoreFlags>();
+  auto sub = std::make_shared<CLI::App*>(nullptr);
+  return RoleCommand{"store",
+                     [flags, sub](CLI::App& app) { return *sub = AddStoreCommand(app, flags.get()); },
+                     [flags, sub](const GlobalFlags&) { return RunStoreCommand(*sub, *flags); }};
+}
+
+// `bench` and its `bench simulate` subcommand.
+RoleCommand BenchRole() {
+  auto bench = std::make_shared<BenchFlags>();
+  auto simulate = std::make_shared<SimulateFlags>();
+  auto simulate_cmd = std::make_shared<CLI::App*>(nullptr);
+  return RoleCommand{"bench",
+                     [=](CLI::App& app) {
+                       CLI::App* sub = AddBenchCommand(app, bench.get());
+                       *simulate_cmd = AddSimulateCommand(*sub, simulate.get());
+                       return sub;
+                     },
+                     [=](const GlobalFlags&) {
+                       return (*simulate_cmd)->parsed() ? RunSimulateCommand(*simulate) : RunBenchCommand(*bench);
+                     }};
+}
+
+RoleCommand VersionRole(const RoleInfo& info) {
+  RoleCommand r{std::string(info.name),
+                [info](CLI::App& app) { return app.add_subcommand(std::string(info.name), std::string(info.summary)); },
+                [](const GlobalFlags&) {
+                  std::printf("omniserve %s (%s, %s, %s)\n", OMNI_VERSION, OMNI_GIT_REVISION, OMNI_BUILD_TYPE,
+                              OMNI_COMPILER);
+                  return 0;
+                }};
+  r.logs = false;
+  return r;
+}
+
+// A planned role: listed in --help with where its work is tracked, and
+// refused with that if run.
+RoleCommand PlannedRole(const RoleInfo& info) {
+  return RoleCommand{std::string(info.name),
+                     [info](CLI::App& app) {
+                       std::string summary = std::string(info.summary) + " [not in this build yet: " +
+                                             std::string(info.tracked) + "]";
+                       CLI::App* sub = app.add_subcommand(std::string(info.name), summary);
+                       sub->allow_extras();
+                       return sub;
+                     },
+                     [info](const GlobalFlags&) {
+                       std::fprintf(stderr, "omniserve: the %.*s role is not in this build yet (%.*s)\n",
+                                    static_cast<int>(info.name.size()), info.name.data(),
+                                    static_cast<int>(info.tracked.size()), info.tracked.data());
+                       return 2;
+                     }};
+}
+
+}  // namespace
+
+std::vector<RoleCommand> MakeRoleCommands(std::string self_path) {
+  using Factory = std::function<RoleCommand(const RoleInfo&)>;
+  const std::map<std::string_view, Factory> built = {
+      {"up", [&](const RoleInfo& info) { return UpRole(info, self_path); }},
+      {"gateway", [](const RoleInfo&) { return FlagsRole<GatewayFlags>("gateway", AddGatewayCommand, RunGatewayCommand); }},
+      {"llm", [](const RoleInfo&) { return FlagsRole<LlmFlags>("llm", AddLlmCommand, RunLlmCommand); }},
+      {"generate",
+       [](const RoleInfo&) { return FlagsRole<GenerateFlags>("generate", AddGenerateCommand, RunGenerateCommand); }},
+      {"make-demo-model",
+       [](const RoleInfo&) {
+         return FlagsRole<DemoModelFlags>("make-demo-model", AddDemoModelCommand, RunDemoModelCommand);
+       }},
+      {"store", [](const RoleInfo&) { return StoreRole(); }},
+      {"bench", [](const RoleInfo&) { return BenchRole(); }},
+      {"version", VersionRole},
+  };
+  std::vector<RoleCommand> out;
+  for (const RoleInfo& info : kRoles) {
+    if (!info.built) {
+      out.push_back(PlannedRole(info));
+      continue;
+    }
+    auto it = built.find(info.name);
+    OMNI_CHECK(it != built.end()) << "role " << info.name << " is marked built but has no command";
+    out.push_back(it->second(info));
+  }
+  return out;
+}
+
+}  // namespace omni::cli
