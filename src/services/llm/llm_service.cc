@@ -8,11 +8,10 @@
 
 #include "core/log.h"
 #include "engine/kv_cache.h"
+#include "services/llm/choice_decoder.h"
 #include "services/llm/model_runner_adapter.h"
 #include "services/llm/prompt_builder.h"
-#include "services/llm/stop_strings.h"
 #include "text/omni_tokens.h"
-#include "text/stream_detokenizer.h"
 
 namespace omni::llm {
 namespace {
@@ -29,18 +28,6 @@ std::string FolderName(const std::string& dir) {
   return p.filename().string();
 }
 
-struct ChoiceState {
-  ChoiceState(const Tokenizer& tokenizer, std::vector<std::string> stops)
-      : detok(tokenizer, DecodeOptions{.skip_special_tokens = true}), stop(std::move(stops)) {}
-  StreamDetokenizer detok;
-  StopStringMatcher stop;
-  bool finished = false;
-  bool has_token = false;
-  SteadyClock::time_point last_token;
-  std::string finish_reason;
-  int output_tokens = 0;
-  int cached_tokens = 0;
-};
 
 std::string EngineId(const PreparedGeneration& r, int choice) { return r.id + "-" + std::to_string(choice); }
 
@@ -224,24 +211,13 @@ StatusOr<PreparedGeneration> LlmService::PrepareCompletion(const CompletionReque
   return out;
 }
 
-LogprobEntry LlmService::MakeLogprobEntry(const SampledToken& token) const {
-  auto text = [&](int32_t id) {
-    StatusOr<std::string> s = tokenizer_->Decode(std::span<const int32_t>(&id, 1));
-    return s.ok() ? *s : std::string();
-  };
-  LogprobEntry e;
-  e.token_id = token.token_id;
-  e.token = text(token.token_id);
-  e.logprob = token.logprob;
-  for (const TokenLogprob& t : token.top_logprobs) e.top.push_back({text(t.token_id), t.logprob});
-  return e;
-}
-
 struct LlmService::Run {
   PreparedGeneration request;  // prompt and media dropped once submitted
   GenerationSink sink;
   GenerationDone done;
-  std::vector<ChoiceState> choices;  // [n]
+  std::vector<ChoiceDecoder> choices;         // [n]
+  std::vector<SteadyClock::time_point> last_token;  // [n]; for inter-token latency
+  std::vector<bool> has_token;                      // [n]
   SteadyClock::time_point start;
   int prompt_tokens = 0;
   int submitted = 0;
@@ -281,7 +257,9 @@ void LlmService::SubmitRun(const std::shared_ptr<Run>& run) {
   run->start = SteadyClock::now();
   run->prompt_tokens = static_cast<int>(request.prompt_ids.size());
   run->choices.reserve(n);
-  for (int i = 0; i < n; ++i) run->choices.emplace_back(*tokenizer_, request.stop);
+  for (int i = 0; i < n; ++i) run->choices.emplace_back(*tokenizer_, i, request.stop, request.sampling.logprobs);
+  run->last_token.resize(n);
+  run->has_token.assign(n, false);
   for (int i = 0; i < n; ++i) {
     EngineRequest er;
     er.request_id = EngineId(request, i);
@@ -320,41 +298,19 @@ void LlmService::SubmitRun(const std::shared_ptr<Run>& run) {
 }
 
 void LlmService::HandleOutput(Run& run, int i, const TokenOutput& out) {
-  const PreparedGeneration& request = run.request;
-  ChoiceState& c = run.choices[i];
-  if (c.finished) return;
+  ChoiceDecoder& choice = run.choices[i];
+  if (choice.finished()) return;
   if (out.token) {
     const auto now = SteadyClock::now();
-    if (!c.has_token && i == 0) metrics_->ObserveTimeToFirstToken(SecondsBetween(run.start, now));
-    if (c.has_token) metrics_->ObserveInterTokenLatency(SecondsBetween(c.last_token, now));
-    c.has_token = true;
-    c.last_token = now;
-    // A stop token id or EOS ends the choice and is not shown.
-    const bool stop_token = out.finish_reason == FinishReason::kStop;
-    if (!c.stop.stopped() && !stop_token) {
-      GenerationEvent e{.kind = GenerationEvent::Kind::kDelta, .choice = i};
-      StatusOr<std::string> piece = c.detok.Push(out.token->token_id);
-      e.text = c.stop.Push(piece.ok() ? *piece : std::string());
-      if (c.stop.stopped()) engine_->Finish(EngineId(request, i), FinishReason::kStop);
-      if (request.sampling.logprobs) e.logprobs.push_back(MakeLogprobEntry(*out.token));
-      if (!e.text.empty() || !e.logprobs.empty()) run.Emit(*engine_, e);
-    }
+    if (!run.has_token[i] && i == 0) metrics_->ObserveTimeToFirstToken(SecondsBetween(run.start, now));
+    if (run.has_token[i]) metrics_->ObserveInterTokenLatency(SecondsBetween(run.last_token[i], now));
+    run.has_token[i] = true;
+    run.last_token[i] = now;
   }
-  if (out.finish_reason == FinishReason::kNone) return;
-  if (!c.stop.stopped()) {
-    std::string tail = c.stop.Push(c.detok.Flush());
-    if (!c.stop.stopped()) tail += c.stop.Flush();
-    if (!tail.empty()) {
-      run.Emit(*engine_, GenerationEvent{.kind = GenerationEvent::Kind::kDelta, .choice = i, .text = tail});
-    }
-  }
-  c.finished = true;
-  c.finish_reason = c.stop.stopped() ? "stop" : std::string(FinishReasonName(out.finish_reason));
-  c.output_tokens = out.num_output_tokens;
-  c.cached_tokens = out.num_cached_tokens;
-  ++run.finished;
-  run.Emit(*engine_, GenerationEvent{.kind = GenerationEvent::Kind::kFinish, .choice = i, .finish_reason = c.finish_reason});
-  if (run.finished < run.submitted) return;
+  ChoiceDecoder::Result r = choice.Push(out);
+  if (r.stop_string_matched) engine_->Finish(EngineId(run.request, i), FinishReason::kStop);
+  for (const GenerationEvent& e : r.events) run.Emit(*engine_, e);
+  if (!choice.finished() || ++run.finished < run.submitted) return;
 
   if (!run.submit_error.ok()) {
     run.done(run.submit_error);
@@ -362,9 +318,9 @@ void LlmService::HandleOutput(Run& run, int i, const TokenOutput& out) {
   }
   Usage usage;
   usage.prompt_tokens = run.prompt_tokens;
-  for (const ChoiceState& cs : run.choices) usage.completion_tokens += cs.output_tokens;
-  usage.cached_tokens = run.choices[0].cached_tokens;
-  metrics_->ObserveRequest(SecondsBetween(run.start, SteadyClock::now()), run.choices[0].finish_reason);
+  for (const ChoiceDecoder& c : run.choices) usage.completion_tokens += c.output_tokens();
+  usage.cached_tokens = run.choices[0].cached_tokens();
+  metrics_->ObserveRequest(SecondsBetween(run.start, SteadyClock::now()), run.choices[0].finish_reason());
   run.done(usage);
 }
 

@@ -181,7 +181,6 @@ class LlmService {
   // Prompt length and max_tokens against the context, sampling ranges.
   Status FinishPrepare(const GenerationOptions& options, PreparedGeneration* out) const;
   std::string NewId(std::string_view prefix);
-  LogprobEntry MakeLogprobEntry(const SampledToken& token) const;
   struct Run;
   // Submits every choice of `run`; on the output thread.
   void SubmitRun(const std::shared_ptr<Run>& run);
