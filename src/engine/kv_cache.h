@@ -12,13 +12,16 @@
 #include <vector>
 
 #include "core/status.h"
+#include "models/kv_cache_view.h"
 #include "tensor/tensor.h"
 
 namespace omni {
 
-// Tokens per KV block. Fixed: block hashes, KV events and the router's prefix
-// index all assume 16 (spec/routing.md).
-inline constexpr int kBlockSize = 16;
+// Tokens per KV block: the model's KV view's constant, so the engine's block
+// tables and the model's slots cannot disagree. Fixed: block hashes, KV
+// events and the router's prefix index all assume 16 (spec/routing.md).
+inline constexpr int kBlockSize = static_cast<int>(models::kKvBlockSize);
+static_assert(kBlockSize == 16, "block hashes and KV events assume 16-token blocks");
 
 struct KvCacheSpec {
   int num_layers = 0;
