@@ -47,8 +47,6 @@ struct GatewayHttpAdapter::Call {
   HttpRequest request;
   std::shared_ptr<ResponseWriter> writer;
   RoutedRequest routed;
-  size_t next_rank = 1;
-  int attempts = 0;
   bool responded = false;  // bytes went to the client: no retry possible
   bool streaming = false;
   int status = 0;
@@ -132,7 +130,6 @@ void GatewayHttpAdapter::Proxy(HttpRequest request, std::shared_ptr<ResponseWrit
 }
 
 void GatewayHttpAdapter::Attempt(const std::shared_ptr<Call>& call) {
-  ++call->attempts;
   const PoolRouter& router = *call->routed.pool->router;
   HttpClientRequest upstream{.method = call->request.method,
                              .url = "http://" + router.address(call->routed.decision.chosen) + call->request.target,
@@ -170,57 +167,46 @@ void GatewayHttpAdapter::Attempt(const std::shared_ptr<Call>& call) {
 
 void GatewayHttpAdapter::Done(const std::shared_ptr<Call>& call, StatusOr<int> status) {
   PoolState& pool = *call->routed.pool;
-  RouteDecision& decision = call->routed.decision;
-  const std::string& address = pool.router->address(decision.chosen);
-  bool client_gone;
+  const int endpoint = call->routed.decision.chosen;
+  const std::string& address = pool.router->address(endpoint);
+  AttemptEnd end{.status = std::move(status), .responded = call->responded};
   {
     std::lock_guard lock(call->mu);
-    client_gone = call->client_gone;
+    end.client_gone = call->client_gone;
   }
-  if (status.ok()) {
-    if (call->streaming) {
-      call->writer->Finish();
-    } else {
-      call->writer->Send(
-          HttpResponse{.status = call->status, .headers = std::move(call->headers), .body = std::move(call->body)});
-    }
-    pool.router->Finish(decision.chosen, decision.kv_tokens);
-    Outcomes& outcomes = OutcomesOf(pool, decision.chosen);
-    (call->status < 500 ? outcomes.ok : outcomes.upstream_error)->Inc();
-    return;
+  AttemptVerdict v = service_.OnAttemptEnd(call->routed, end);
+  if (v.connect_failed) poller_.ReportConnectFailure(pool, endpoint);
+  Outcomes& outcomes = OutcomesOf(pool, endpoint);
+  switch (v.action) {
+    case AttemptVerdict::Action::kDeliver:
+      if (call->streaming) {
+        call->writer->Finish();
+      } else {
+        call->writer->Send(
+            HttpResponse{.status = call->status, .headers = std::move(call->headers), .body = std::move(call->body)});
+      }
+      (call->status < 500 ? outcomes.ok : outcomes.upstream_error)->Inc();
+      return;
+    case AttemptVerdict::Action::kClientGone:
+      outcomes.client_gone->Inc();
+      return;
+    case AttemptVerdict::Action::kRetry:
+      OMNI_LOG(kWarn, "gateway: request {} to {} failed ({}); retrying", call->request.request_id, address,
+               end.status.status().message());
+      outcomes.retried->Inc();
+      retries_.at(&pool)->Inc();
+      call->body.clear();
+      Attempt(call);
+      return;
+    case AttemptVerdict::Action::kFail:
+      outcomes.error->Inc();
+      OMNI_LOG(kWarn, "gateway: request {} to {} failed: {}", call->request.request_id, address,
+               end.status.status().message());
+      // After bytes went out the writer is dropped mid-stream: the client
+      // sees a truncated stream, not a clean end.
+      if (!call->responded) call->writer->Send(ErrorResponse(v.error));
+      return;
   }
-  if (client_gone) {
-    pool.router->Finish(decision.chosen, decision.kv_tokens);
-    OutcomesOf(pool, decision.chosen).client_gone->Inc();
-    return;
-  }
-  const bool unreachable = status.status().code() == StatusCode::kUnavailable;
-  if (unreachable) poller_.ReportConnectFailure(pool, decision.chosen);
-  if (unreachable && !call->responded && call->attempts < service_.options().max_attempts &&
-      call->next_rank < decision.ranked.size()) {
-    OMNI_LOG(kWarn, "gateway: request {} to {} failed ({}); retrying", call->request.request_id, address,
-             status.status().message());
-    OutcomesOf(pool, decision.chosen).retried->Inc();
-    retries_.at(&pool)->Inc();
-    pool.router->Retarget(decision, decision.ranked[call->next_rank++]);
-    call->body.clear();
-    Attempt(call);
-    return;
-  }
-  pool.router->Finish(decision.chosen, decision.kv_tokens);
-  OutcomesOf(pool, decision.chosen).error->Inc();
-  OMNI_LOG(kWarn, "gateway: request {} to {} failed: {}", call->request.request_id, address,
-           status.status().message());
-  if (!call->responded) {
-    Status err = status.status().code() == StatusCode::kDeadlineExceeded
-                     ? DeadlineExceeded("pool " + pool.config.name + " did not answer in time: " +
-                                        std::string(status.status().message()))
-                     : Unavailable("pool " + pool.config.name + " could not serve the request: " +
-                                   std::string(status.status().message()));
-    call->writer->Send(ErrorResponse(err));
-  }
-  // Otherwise the writer is dropped mid-stream: the client sees a truncated
-  // stream, not a clean end.
 }
 
 }  // namespace omni::gateway

@@ -136,4 +136,35 @@ Status GatewayService::Health() const {
   return Status::Ok();
 }
 
+AttemptVerdict GatewayService::OnAttemptEnd(RoutedRequest& routed, const AttemptEnd& end) const {
+  PoolState& pool = *routed.pool;
+  RouteDecision& decision = routed.decision;
+  AttemptVerdict v;
+  if (end.status.ok()) {
+    pool.router->Finish(decision.chosen, decision.kv_tokens);
+    v.action = AttemptVerdict::Action::kDeliver;
+    return v;
+  }
+  if (end.client_gone) {
+    pool.router->Finish(decision.chosen, decision.kv_tokens);
+    v.action = AttemptVerdict::Action::kClientGone;
+    return v;
+  }
+  const Status& failure = end.status.status();
+  v.connect_failed = failure.code() == StatusCode::kUnavailable;
+  if (v.connect_failed && !end.responded && routed.attempts < options_.max_attempts &&
+      routed.next_rank < decision.ranked.size()) {
+    pool.router->Retarget(decision, decision.ranked[routed.next_rank++]);
+    ++routed.attempts;
+    v.action = AttemptVerdict::Action::kRetry;
+    return v;
+  }
+  pool.router->Finish(decision.chosen, decision.kv_tokens);
+  v.action = AttemptVerdict::Action::kFail;
+  v.error = failure.code() == StatusCode::kDeadlineExceeded
+                ? DeadlineExceeded("pool " + pool.config.name + " did not answer in time: " + std::string(failure.message()))
+                : Unavailable("pool " + pool.config.name + " could not serve the request: " + std::string(failure.message()));
+  return v;
+}
+
 }  // namespace omni::gateway

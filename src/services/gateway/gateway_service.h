@@ -43,6 +43,29 @@ struct RoutedRequest {
   PoolState* pool = nullptr;
   std::string model;
   RouteDecision decision;
+  size_t next_rank = 1;  // the next of decision.ranked to retry on
+  int attempts = 1;      // endpoints tried so far
+};
+
+// How one proxied attempt ended, as the HTTP adapter saw it.
+struct AttemptEnd {
+  StatusOr<int> status;    // the upstream's HTTP status, or why there is none
+  bool client_gone = false;
+  bool responded = false;  // bytes already went to the client: no retry possible
+};
+
+// What the adapter does next. The router's side (Finish, Retarget) is
+// already applied when OnAttemptEnd returns.
+struct AttemptVerdict {
+  enum class Action {
+    kDeliver,     // the upstream answered: relay its status (ok, or upstream_error for >= 500)
+    kClientGone,  // nothing to send
+    kRetry,       // attempt again, on routed.decision.chosen (already retargeted)
+    kFail,        // send `error` if nothing was sent yet; else the stream is cut
+  };
+  Action action = Action::kDeliver;
+  bool connect_failed = false;  // report the failed endpoint to the health poller
+  Status error;                 // kFail: the client's error
 };
 
 class GatewayService {
@@ -54,6 +77,12 @@ class GatewayService {
   // and an endpoint. InvalidArgument for a body without a string `model`;
   // NotFound, listing the served models, for a model no pool serves.
   StatusOr<RoutedRequest> Route(const HttpRequest& request);
+
+  // The retry, eject and finish policy for one ended attempt: a request
+  // whose endpoint could not be reached, before any byte went to the
+  // client, moves to the next ranked endpoint until max_attempts; every
+  // other end finishes the request on its endpoint.
+  AttemptVerdict OnAttemptEnd(RoutedRequest& routed, const AttemptEnd& end) const;
 
   // The OpenAI model list of every pool, in config order.
   std::string ModelsJson() const;
