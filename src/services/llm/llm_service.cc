@@ -54,12 +54,13 @@ LlmService::~LlmService() { Shutdown(); }
 Status LlmService::Load() {
   Status s = [&]() -> Status {
     OMNI_ASSIGN_OR_RETURN(tokenizer_, Tokenizer::FromFile(options_.model_dir + "/tokenizer.json"));
-    OMNI_ASSIGN_OR_RETURN(model_, models::HyperClovaxModel::Load(options_.model_dir));
+    ModelLoader load = options_.model_loader ? options_.model_loader : ModelLoader(LoadHyperClovax);
+    OMNI_ASSIGN_OR_RETURN(model_, load(options_.model_dir));
     if (tokenizer_->vocab_size() > model_->vocab_size()) {
       return InvalidArgument("the tokenizer has " + std::to_string(tokenizer_->vocab_size()) +
                              " ids but the model's vocabulary is " + std::to_string(model_->vocab_size()));
     }
-    const KvCacheSpec spec = KvSpecForModel(*model_, options_.kv_dtype);
+    const KvCacheSpec spec = model_->kv_spec(options_.kv_dtype);
     num_kv_blocks_ = options_.num_kv_blocks;
     if (num_kv_blocks_ <= 0) {
       OMNI_ASSIGN_OR_RETURN(num_kv_blocks_, NumBlocksForBudget(spec, options_.kv_cache_memory_bytes));
@@ -67,7 +68,7 @@ Status LlmService::Load() {
     const int pool_tokens = num_kv_blocks_ * kBlockSize;
     max_model_len_ = options_.max_model_len > 0
                          ? options_.max_model_len
-                         : static_cast<int>(std::min<int64_t>(model_->config().max_position_embeddings, pool_tokens));
+                         : static_cast<int>(std::min<int64_t>(model_->max_position_embeddings(), pool_tokens));
     if (max_model_len_ > pool_tokens) {
       return InvalidArgument("--max-model-len " + std::to_string(max_model_len_) + " does not fit the KV pool of " +
                              std::to_string(num_kv_blocks_) + " blocks (" + std::to_string(pool_tokens) + " tokens)");
@@ -79,14 +80,13 @@ Status LlmService::Load() {
     config.max_num_seqs = options_.max_num_seqs;
     config.enable_prefix_caching = options_.enable_prefix_caching;
     config.default_seed = options_.default_seed;
-    const auto& eos = model_->config().eos_token_ids;
+    const std::vector<int64_t> eos = model_->eos_token_ids();
     if (!eos.empty()) config.eos_token_id = static_cast<int32_t>(eos.front());
     for (std::string_view t : {kImEnd, kEndOfText}) {
       if (auto id = tokenizer_->TokenToId(t)) chat_stop_ids_.push_back(*id);
     }
     for (size_t i = 1; i < eos.size(); ++i) chat_stop_ids_.push_back(static_cast<int32_t>(eos[i]));
-    auto runner = std::make_unique<HyperClovaxRunner>(*model_, spec, num_kv_blocks_);
-    OMNI_ASSIGN_OR_RETURN(engine_, Engine::Start(config, std::move(runner), options_.kv_events));
+    OMNI_ASSIGN_OR_RETURN(engine_, Engine::Start(config, model_->MakeRunner(spec, num_kv_blocks_), options_.kv_events));
     metrics_->SetCacheConfig(num_kv_blocks_);
     return Status::Ok();
   }();

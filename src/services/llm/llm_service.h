@@ -26,11 +26,11 @@
 #include "core/status.h"
 #include "core/thread_pool.h"
 #include "engine/engine.h"
-#include "models/hyperclovax.h"
 #include "net/http_client.h"
 #include "net/metrics.h"
 #include "services/llm/embedding_fetcher.h"
 #include "services/llm/llm_metrics.h"
+#include "services/llm/model_runner_adapter.h"
 #include "services/llm/openai_types.h"
 #include "storage/object_store.h"
 #include "text/tokenizer.h"
@@ -59,6 +59,9 @@ struct LlmServiceOptions {
   size_t fetch_max_bytes = 512u << 20;
   MetricsRegistry* metrics = nullptr;  // required; must outlive the service
   KvEventSink* kv_events = nullptr;    // optional; must outlive the service
+  // Reads the weights in model_dir; empty: LoadHyperClovax. Tests inject a
+  // fake model here (the tokenizer still comes from model_dir).
+  ModelLoader model_loader;
 };
 
 // A request after validation, tokenization and media fetching: ready for the
@@ -194,7 +197,7 @@ class LlmService {
 
   // Set by Load before loaded_ turns true; read-only afterwards.
   std::unique_ptr<Tokenizer> tokenizer_;
-  std::unique_ptr<models::HyperClovaxModel> model_;
+  std::unique_ptr<LoadedModel> model_;
   std::unique_ptr<Engine> engine_;
   // The output thread: turns engine outputs into events (detokenizing,
   // stop strings) and runs sinks, off the engine thread and in order.

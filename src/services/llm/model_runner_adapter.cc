@@ -59,4 +59,31 @@ StatusOr<StepOutput> HyperClovaxRunner::Step(const StepBatch& batch) {
   return out;
 }
 
+namespace {
+
+class HyperClovaxLoaded final : public LoadedModel {
+ public:
+  explicit HyperClovaxLoaded(std::unique_ptr<models::HyperClovaxModel> model) : model_(std::move(model)) {}
+  int vocab_size() const override { return static_cast<int>(model_->vocab_size()); }
+  int64_t hidden_size() const override { return model_->hidden_size(); }
+  int64_t max_position_embeddings() const override { return model_->config().max_position_embeddings; }
+  std::vector<int64_t> eos_token_ids() const override {
+    return {model_->config().eos_token_ids.begin(), model_->config().eos_token_ids.end()};
+  }
+  KvCacheSpec kv_spec(DType kv_dtype) const override { return KvSpecForModel(*model_, kv_dtype); }
+  std::unique_ptr<ModelRunner> MakeRunner(const KvCacheSpec& spec, int num_blocks) override {
+    return std::make_unique<HyperClovaxRunner>(*model_, spec, num_blocks);
+  }
+
+ private:
+  std::unique_ptr<models::HyperClovaxModel> model_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<LoadedModel>> LoadHyperClovax(const std::string& model_dir) {
+  OMNI_ASSIGN_OR_RETURN(std::unique_ptr<models::HyperClovaxModel> model, models::HyperClovaxModel::Load(model_dir));
+  return std::unique_ptr<LoadedModel>(std::make_unique<HyperClovaxLoaded>(std::move(model)));
+}
+
 }  // namespace omni::llm
