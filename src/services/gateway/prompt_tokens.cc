@@ -2,7 +2,7 @@
 
 #include <variant>
 
-#include "services/llm/openai_parse.h"
+#include "api/openai/openai_parse.h"
 #include "text/chat_template.h"
 
 namespace omni::gateway {
@@ -13,7 +13,7 @@ StatusOr<std::unique_ptr<PromptTokenizer>> PromptTokenizer::FromModelDir(const s
 }
 
 StatusOr<std::vector<int32_t>> PromptTokenizer::ChatPromptTokens(std::string_view body) const {
-  OMNI_ASSIGN_OR_RETURN(llm::ChatRequest request, llm::ParseChatRequest(body));
+  OMNI_ASSIGN_OR_RETURN(openai::ChatRequest request, openai::ParseChatRequest(body));
   OMNI_ASSIGN_OR_RETURN(
       RenderedPrompt rendered,
       RenderChatPrompt(request.messages, request.tools,
@@ -24,7 +24,7 @@ StatusOr<std::vector<int32_t>> PromptTokenizer::ChatPromptTokens(std::string_vie
 }
 
 StatusOr<std::vector<int32_t>> PromptTokenizer::CompletionPromptTokens(std::string_view body) const {
-  OMNI_ASSIGN_OR_RETURN(llm::CompletionRequest request, llm::ParseCompletionRequest(body));
+  OMNI_ASSIGN_OR_RETURN(openai::CompletionRequest request, openai::ParseCompletionRequest(body));
   if (const auto* ids = std::get_if<std::vector<int32_t>>(&request.prompt)) return *ids;
   return tokenizer_->Encode(std::get<std::string>(request.prompt));
 }

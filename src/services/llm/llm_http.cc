@@ -4,9 +4,14 @@
 
 #include "core/log.h"
 #include "services/llm/openai_json.h"
-#include "services/llm/openai_parse.h"
+#include "api/openai/openai_parse.h"
 
 namespace omni::llm {
+
+using openai::ParseChatRequest;
+using openai::ParseCompletionRequest;
+using openai::ParseDetokenizeRequest;
+using openai::ParseTokenizeRequest;
 
 // One generation request from admission to its last byte. Shared by the
 // prepare task, the service's callbacks and the client-gone hook; each step

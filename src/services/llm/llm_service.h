@@ -31,11 +31,19 @@
 #include "services/llm/embedding_fetcher.h"
 #include "services/llm/llm_metrics.h"
 #include "services/llm/model_runner_adapter.h"
-#include "services/llm/openai_types.h"
+#include "api/openai/openai_types.h"
 #include "storage/object_store.h"
 #include "text/tokenizer.h"
 
 namespace omni::llm {
+
+// The OpenAI request types the service takes (api/openai/).
+using openai::ChatRequest;
+using openai::CompletionRequest;
+using openai::DetokenizeRequest;
+using openai::GenerationOptions;
+using openai::MediaPart;
+using openai::TokenizeRequest;
 
 struct LlmServiceOptions {
   std::string model_dir;

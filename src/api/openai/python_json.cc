@@ -1,8 +1,8 @@
-#include "services/llm/python_json.h"
+#include "api/openai/python_json.h"
 
 #include <cstdio>
 
-namespace omni::llm {
+namespace omni::openai {
 namespace {
 
 void AppendEscapedString(const std::string& s, std::string* out) {
@@ -46,4 +46,4 @@ std::string PythonJsonDumps(const nlohmann::ordered_json& value) {
   return out;
 }
 
-}  // namespace omni::llm
+}  // namespace omni::openai

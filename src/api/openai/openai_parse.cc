@@ -1,4 +1,4 @@
-#include "services/llm/openai_parse.h"
+#include "api/openai/openai_parse.h"
 
 #include <cmath>
 #include <limits>
@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "services/llm/python_json.h"
+#include "api/openai/python_json.h"
 
-namespace omni::llm {
+namespace omni::openai {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -416,4 +416,4 @@ StatusOr<DetokenizeRequest> ParseDetokenizeRequest(std::string_view body) {
   });
 }
 
-}  // namespace omni::llm
+}  // namespace omni::openai

@@ -12,7 +12,7 @@
 #include "engine/sampler.h"
 #include "text/chat_template.h"
 
-namespace omni::llm {
+namespace omni::openai {
 
 // Options shared by chat and completions.
 struct GenerationOptions {
@@ -60,4 +60,4 @@ struct DetokenizeRequest {
   std::vector<int32_t> tokens;
 };
 
-}  // namespace omni::llm
+}  // namespace omni::openai

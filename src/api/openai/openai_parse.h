@@ -10,13 +10,13 @@
 #include <string_view>
 
 #include "core/status.h"
-#include "services/llm/openai_types.h"
+#include "api/openai/openai_types.h"
 
-namespace omni::llm {
+namespace omni::openai {
 
 StatusOr<ChatRequest> ParseChatRequest(std::string_view body);
 StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body);
 StatusOr<TokenizeRequest> ParseTokenizeRequest(std::string_view body);
 StatusOr<DetokenizeRequest> ParseDetokenizeRequest(std::string_view body);
 
-}  // namespace omni::llm
+}  // namespace omni::openai

@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-namespace omni::llm {
+namespace omni::openai {
 
 std::string PythonJsonDumps(const nlohmann::ordered_json& value);
 
-}  // namespace omni::llm
+}  // namespace omni::openai
