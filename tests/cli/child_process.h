@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "net/http_client.h"
 
 extern char** environ;
 
@@ -95,5 +96,17 @@ class Child {
   bool eof_ = false;
   std::string output_;
 };
+
+// The status of GET base/health once it is 200, or the last one seen
+// after about 30 s (0: no answer): a bound for hangs, not a timing check.
+inline int WaitForHealth(HttpClient& client, const std::string& base) {
+  int health = 0;
+  for (int i = 0; i < 300 && health != 200; ++i) {
+    auto r = client.Request({.url = base + "/health"});
+    health = r.ok() ? r->status : 0;
+    if (health != 200) usleep(100'000);
+  }
+  return health;
+}
 
 }  // namespace omni::testing

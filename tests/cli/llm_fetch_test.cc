@@ -55,12 +55,7 @@ TEST(LlmFetchTest, FileUrlsAreConfinedAndLoopbackIsNotFetched) {
   ASSERT_FALSE(port.empty()) << llm.output();
   const std::string base = "http://127.0.0.1:" + port;
   HttpClient client;
-  int health = 0;
-  for (int i = 0; i < 300 && health != 200; ++i) {
-    auto r = client.Request({.url = base + "/health"});
-    health = r.ok() ? r->status : 0;
-    if (health != 200) usleep(100'000);
-  }
+  const int health = testing::WaitForHealth(client, base);
   ASSERT_EQ(health, 200) << llm.output();
 
   auto chat = [&](const std::string& url, std::string* message) {

@@ -48,12 +48,7 @@ TEST(UpTest, ServesTheOpenAiApiOnTheDemoModelAndStopsOnSigterm) {
   HttpClient client;
 
   // /health is 503 while the model loads, then 200 (bounded wait).
-  int health = 0;
-  for (int i = 0; i < 300 && health != 200; ++i) {
-    auto r = client.Request({.url = base + "/health"});
-    health = r.ok() ? r->status : 0;
-    if (health != 200) usleep(100'000);
-  }
+  const int health = testing::WaitForHealth(client, base);
   ASSERT_EQ(health, 200) << up.output();
 
   auto models = client.Request({.url = base + "/v1/models"});
