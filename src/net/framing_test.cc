@@ -19,6 +19,9 @@ TEST(Framing, HeadLengthWaitsForTheEmptyLine) {
   EXPECT_EQ(HeadLength("GET / HTTP/1.1\r\nHost: x\r\n\r\nrest"), 27u);
   EXPECT_EQ(HeadLength("\r\n\r\nGET / HTTP/1.1\r\n\r\n"), 4u);
   EXPECT_FALSE(HeadLength("GET / HTTP/1.1\r\nHost: x\r\n").has_value());
+  // Resumed after a scan that ended inside the CRLFCRLF, or right before a bare LF.
+  EXPECT_EQ(HeadLength("GET / HTTP/1.1\r\nHost: x\r\n\r\n", 25), 27u);
+  EXPECT_EQ(HeadLength("GET / HTTP/1.1\r\nHost: x\n", 23), 24u);
 }
 
 TEST(Framing, HeadBlockRefusesFoldingBareLineEndsAndNul) {

@@ -37,11 +37,12 @@ Status CheckCodings(const Fields& fields, bool parser_chunked) {
 
 }  // namespace
 
-std::optional<size_t> HeadLength(std::string_view bytes) {
-  size_t end = bytes.find("\r\n\r\n");
+std::optional<size_t> HeadLength(std::string_view bytes, size_t scanned) {
+  // The end may straddle what was scanned before: back up three bytes.
+  size_t end = bytes.find("\r\n\r\n", scanned < 3 ? 0 : scanned - 3);
   // A bare LF before the end: the head ends there for CheckHeaderBlock to
   // refuse, rather than after a wait for a CRLFCRLF that may never come.
-  size_t lf = bytes.find('\n');
+  size_t lf = bytes.find('\n', scanned);
   while (lf != std::string_view::npos && (end == std::string_view::npos || lf < end)) {
     if (lf == 0 || bytes[lf - 1] != '\r') return lf + 1;
     lf = bytes.find('\n', lf + 1);

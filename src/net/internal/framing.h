@@ -27,7 +27,10 @@ namespace omni::net_internal {
 // LF ends it early, for CheckHeaderBlock to refuse at once. Empty
 // lines before the start line are not skipped (RFC 9112 section 2.2 lets a
 // server skip them; Beast refuses them, and so do we, consistently).
-std::optional<size_t> HeadLength(std::string_view bytes);
+// `scanned`: a prefix already known to hold no end (a reader passes what it
+// saw last time, so a head trickling in a byte at a time costs linear work,
+// not quadratic).
+std::optional<size_t> HeadLength(std::string_view bytes, size_t scanned = 0);
 
 // The raw head: every line ends in CRLF (a bare CR or LF is refused) and no
 // line after the start line begins with SP or HTAB (obs-fold, or whitespace
@@ -53,10 +56,11 @@ Status CheckResponseFraming(const http::response_header<>& head, bool parser_chu
 template <class Stream>
 asio::awaitable<std::pair<boost::system::error_code, size_t>> ReadHeaderBlock(Stream& stream, beast::flat_buffer& buffer,
                                                                             size_t limit) {
-  for (;;) {
+  for (size_t scanned = 0;; ) {
     auto data = buffer.cdata();
     std::string_view bytes(static_cast<const char*>(data.data()), data.size());
-    if (auto n = HeadLength(bytes)) co_return std::pair{boost::system::error_code{}, *n};
+    if (auto n = HeadLength(bytes, scanned)) co_return std::pair{boost::system::error_code{}, *n};
+    scanned = bytes.size();
     if (bytes.size() >= limit) co_return std::pair{boost::system::error_code(http::error::header_limit), size_t{0}};
     const size_t want = std::min<size_t>(16 * 1024, limit - bytes.size() + 4);
     auto [ec, n] = co_await stream.async_read_some(buffer.prepare(want), kNoThrow);
