@@ -78,6 +78,11 @@ Status EngineCore::ValidateRequest(const EngineRequest& r) const {
       return RequestError("prompt", "token id " + std::to_string(t) + " is outside the vocabulary");
     }
   }
+  for (const auto& [id, bias] : r.sampling.logit_bias) {
+    if (id >= vocab_size_) {
+      return RequestError("logit_bias", "token id " + std::to_string(id) + " is outside the vocabulary");
+    }
+  }
   return ValidateMedia(r);
 }
 
@@ -95,6 +100,7 @@ Status EngineCore::AddRequest(EngineRequest&& r, OutputCallback on_output) {
   seq->media = std::move(r.media);
   seq->cache_salt = std::move(r.cache_salt);
   seq->params = std::move(r.sampling);
+  seq->constraint = std::move(r.constraint);
   seq->seed = seq->params.seed.value_or(MixSeed(config_.default_seed, seq->seq_id));
   seq->max_total_tokens = static_cast<int32_t>(
       std::min<int64_t>(int64_t{seq->num_prompt_tokens} + seq->params.max_tokens, config_.max_model_len));
@@ -191,13 +197,22 @@ void EngineCore::ProcessLogits(const SchedulerOutput& sched, const Tensor& logit
   for (int64_t i = 0; i < n; ++i) {
     const Sequence* seq = sampled[i];
     std::span<const float> row_logits(data + i * vocab_size_, vocab_size_);
-    tokens[i] = SampleToken(row_logits, seq->params, SamplingHistory{seq->prompt(), seq->output()}, seq->seed);
+    std::vector<TokenRange> allowed;
+    std::vector<int32_t> banned;
+    const bool constrained = seq->constraint != nullptr && seq->constraint->AllowedNext(&allowed);
+    if (!constrained && seq->num_output_tokens() < seq->params.min_tokens) {
+      banned = seq->params.stop_token_ids;
+      if (config_.eos_token_id && !seq->params.ignore_eos) banned.push_back(*config_.eos_token_id);
+    }
+    tokens[i] = SampleToken(row_logits, seq->params, SamplingHistory{seq->prompt(), seq->output()}, seq->seed,
+                            TokenMask{allowed, banned});
   }
   for (int64_t i = 0; i < n; ++i) AppendToken(sampled[i], std::move(tokens[i]));
 }
 
 void EngineCore::AppendToken(Sequence* seq, SampledToken&& token) {
   seq->tokens.push_back(token.token_id);
+  if (seq->constraint) seq->constraint->Accept(token.token_id);
   ++generation_tokens_total_;
   if (seq->num_output_tokens() == 1) prompt_tokens_total_ += seq->num_prompt_tokens;
   const auto& stops = seq->params.stop_token_ids;

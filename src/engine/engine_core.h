@@ -24,6 +24,7 @@
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
+#include "engine/token_constraint.h"
 
 namespace omni {
 
@@ -47,6 +48,8 @@ struct EngineRequest {
   std::vector<MediaSpan> media;  // sorted by start, inside the prompt, not overlapping
   SamplingParams sampling;
   std::string cache_salt;  // requests with different salts never share cached blocks
+  // Structured output: what may be sampled next (null: anything).
+  std::unique_ptr<TokenConstraint> constraint;
 };
 
 // One output event of a request: a new token, or only the finish (cancelled

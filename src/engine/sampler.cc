@@ -80,6 +80,11 @@ Status SamplingParams::Validate() const {
   for (int32_t id : stop_token_ids) {
     if (id < 0) return FieldError("stop_token_ids", "must be non-negative token ids");
   }
+  if (min_tokens < 0 || min_tokens > max_tokens) return FieldError("min_tokens", "must be in [0, max_tokens]");
+  for (const auto& [id, bias] : logit_bias) {
+    if (id < 0) return FieldError("logit_bias", "keys must be non-negative token ids");
+    if (!InRange(bias, -100.0f, 100.0f)) return FieldError("logit_bias", "values must be in [-100, 100]");
+  }
   return Status::Ok();
 }
 
@@ -157,10 +162,43 @@ double SeededUniform(uint64_t seed, uint64_t index) {
   return static_cast<double>(bits >> 11) * 0x1.0p-53;  // 53 random mantissa bits
 }
 
+void ApplyMask(std::span<float> logits, const TokenMask& mask) {
+  const int32_t vocab = static_cast<int32_t>(logits.size());
+  if (!mask.allowed.empty()) {
+    int32_t next = 0;  // first id not yet visited
+    for (const TokenRange& r : mask.allowed) {
+      const int32_t begin = std::clamp(r.begin, next, vocab), end = std::clamp(r.end, begin, vocab);
+      std::fill(logits.begin() + next, logits.begin() + begin, kNegInf);
+      next = end;
+    }
+    std::fill(logits.begin() + next, logits.end(), kNegInf);
+  }
+  if (mask.banned.empty()) return;
+  bool any_left = false;
+  for (int32_t i = 0; i < vocab && !any_left; ++i) {
+    any_left = logits[i] != kNegInf && std::find(mask.banned.begin(), mask.banned.end(), i) == mask.banned.end();
+  }
+  if (!any_left) return;
+  for (int32_t id : mask.banned) {
+    if (id >= 0 && id < vocab) logits[id] = kNegInf;
+  }
+}
+
 SampledToken SampleToken(std::span<const float> logits, const SamplingParams& params,
-                         const SamplingHistory& history, uint64_t seed) {
+                         const SamplingHistory& history, uint64_t seed, const TokenMask& mask) {
   OMNI_CHECK(!logits.empty());
+  const int32_t vocab = static_cast<int32_t>(logits.size());
+  if (mask.allowed.size() == 1 && mask.allowed[0].end == mask.allowed[0].begin + 1) {
+    SampledToken forced;
+    forced.token_id = mask.allowed[0].begin;
+    FillLogprobs(logits, params, &forced);
+    return forced;
+  }
   std::vector<float> work(logits.begin(), logits.end());
+  for (const auto& [id, bias] : params.logit_bias) {
+    if (id < vocab) work[id] += bias;
+  }
+  ApplyMask(work, mask);
   ApplyRepetitionPenalty(work, params.repetition_penalty, history);
   ApplyPresenceFrequencyPenalties(work, params.presence_penalty, params.frequency_penalty,
                                   history.output_tokens);

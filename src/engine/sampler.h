@@ -1,6 +1,9 @@
 // Sampling: typed, validated parameters and a pure per-row sampler.
 //
 // Processing order for one row of logits (each step optional):
+//   0. logit_bias added; then the mask: ids outside the allowed ranges (a
+//      TokenConstraint's) and banned ids (EOS and stop ids before min_tokens)
+//      to -inf. A ban that would leave nothing allowed is ignored.
 //   1. repetition penalty (HF: positive logits / p, negative * p, for every
 //      token seen in prompt + output)
 //   2. presence and frequency penalties (OpenAI: logit -= presence * [count > 0]
@@ -24,9 +27,11 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
+#include "engine/token_constraint.h"
 
 namespace omni {
 
@@ -45,6 +50,10 @@ struct SamplingParams {
   // caller submits n requests sharing the prompt (prefix caching shares the KV).
   int n = 1;
   int max_tokens = 16;  // >= 1; the engine also stops at its max_model_len
+  int min_tokens = 0;   // [0, max_tokens]: EOS and stop_token_ids are banned before this many
+  // OpenAI logit_bias: added to the token's logit before anything else;
+  // each bias in [-100, 100], ids checked against the vocabulary by the engine.
+  std::vector<std::pair<int32_t, float>> logit_bias;
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos = false;
   bool logprobs = false;  // report the chosen token's logprob
@@ -88,8 +97,17 @@ std::vector<float> LogSoftmax(std::span<const float> logits);
 // A uniform double in [0, 1), a pure function of (seed, index).
 double SeededUniform(uint64_t seed, uint64_t index);
 
+// Which ids one draw may pick (empty spans: no restriction).
+struct TokenMask {
+  std::span<const TokenRange> allowed;  // sorted, disjoint; empty: every id
+  std::span<const int32_t> banned;
+};
+// Sets the logits of ids the mask excludes to -inf.
+void ApplyMask(std::span<float> logits, const TokenMask& mask);
+
 // Samples the next output token; the draw index is history.output_tokens.size().
+// A mask that allows exactly one id picks it without a draw.
 SampledToken SampleToken(std::span<const float> logits, const SamplingParams& params,
-                         const SamplingHistory& history, uint64_t seed);
+                         const SamplingHistory& history, uint64_t seed, const TokenMask& mask = {});
 
 }  // namespace omni

@@ -155,6 +155,62 @@ TEST(SamplerTest, DrawFrequenciesFollowTheTemperedDistribution) {
   }
 }
 
+TEST(SamplerTest, LogitBiasShiftsTheChoiceButNotTheRawLogprob) {
+  SamplingParams p;
+  p.temperature = 0;
+  p.logprobs = true;
+  const std::vector<float> logits = LogitsFor({0.1f, 0.6f, 0.3f});
+  p.logit_bias = {{0, 5.0f}};
+  const SampledToken t = SampleToken(logits, p, {}, 1);
+  EXPECT_EQ(t.token_id, 0);                          // log 0.1 + 5 > log 0.6
+  EXPECT_NEAR(t.logprob, std::log(0.1f), 1e-5f);     // the raw distribution
+  p.logit_bias = {{1, -100.0f}};
+  EXPECT_EQ(SampleToken(logits, p, {}, 1).token_id, 2);
+}
+
+TEST(SamplerTest, MaskKeepsOnlyAllowedRangesAndDropsBannedIds) {
+  std::vector<float> l = {5, 1, 2, 3, 4, 6};
+  const std::vector<TokenRange> allowed = {{1, 3}, {4, 5}};
+  ApplyMask(l, TokenMask{allowed, {}});
+  EXPECT_EQ(l, (std::vector<float>{-kInf, 1, 2, -kInf, 4, -kInf}));
+  std::vector<float> b = {1, 2, 3};
+  const std::vector<int32_t> banned = {2};
+  ApplyMask(b, TokenMask{{}, banned});
+  EXPECT_EQ(b, (std::vector<float>{1, 2, -kInf}));
+  // A ban that would leave nothing is ignored (the allowed set wins).
+  std::vector<float> c = {1, 2, 3};
+  const std::vector<TokenRange> only2 = {{2, 3}};
+  ApplyMask(c, TokenMask{only2, banned});
+  EXPECT_EQ(c, (std::vector<float>{-kInf, -kInf, 3}));
+}
+
+TEST(SamplerTest, MaskedDrawsNeverLeaveTheAllowedSet) {
+  SamplingParams p;
+  p.temperature = 1.0f;
+  const std::vector<float> logits = {9, 0, 0, 9, 0, 0, 9, 0};
+  const std::vector<TokenRange> allowed = {{1, 3}, {4, 6}};
+  std::set<int32_t> seen;
+  for (uint64_t seed = 0; seed < 400; ++seed) seen.insert(SampleToken(logits, p, {}, seed, TokenMask{allowed, {}}).token_id);
+  EXPECT_EQ(seen, (std::set<int32_t>{1, 2, 4, 5}));
+  // One allowed id is forced, with the raw logprob still reported.
+  p.logprobs = true;
+  const std::vector<TokenRange> one = {{7, 8}};
+  const SampledToken forced = SampleToken(logits, p, {}, 3, TokenMask{one, {}});
+  EXPECT_EQ(forced.token_id, 7);
+  EXPECT_LT(forced.logprob, -8.0f);
+}
+
+TEST(SamplerTest, RangesOfCoalescesAndInRangesFinds) {
+  EXPECT_EQ(RangesOf({5, 1, 2, 3, 9, 2, 10}), (std::vector<TokenRange>{{1, 4}, {5, 6}, {9, 11}}));
+  const std::vector<TokenRange> r = {{1, 4}, {9, 11}};
+  EXPECT_FALSE(InRanges(r, 0));
+  EXPECT_TRUE(InRanges(r, 1));
+  EXPECT_TRUE(InRanges(r, 3));
+  EXPECT_FALSE(InRanges(r, 4));
+  EXPECT_TRUE(InRanges(r, 10));
+  EXPECT_FALSE(InRanges(r, 11));
+}
+
 TEST(SamplerTest, ValidationNamesTheField) {
   struct Case {
     const char* field;
@@ -176,6 +232,10 @@ TEST(SamplerTest, ValidationNamesTheField) {
       {"max_tokens", [](SamplingParams& p) { p.max_tokens = 0; }},
       {"top_logprobs", [](SamplingParams& p) { p.top_logprobs = 21; }},
       {"stop_token_ids", [](SamplingParams& p) { p.stop_token_ids = {-1}; }},
+      {"min_tokens", [](SamplingParams& p) { p.min_tokens = 17; }},
+      {"min_tokens", [](SamplingParams& p) { p.min_tokens = -1; }},
+      {"logit_bias", [](SamplingParams& p) { p.logit_bias = {{3, 100.5f}}; }},
+      {"logit_bias", [](SamplingParams& p) { p.logit_bias = {{-3, 1.0f}}; }},
   };
   EXPECT_TRUE(SamplingParams{}.Validate().ok());
   for (const Case& c : cases) {

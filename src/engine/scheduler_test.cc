@@ -121,15 +121,18 @@ TEST(SchedulerTest, DifferentMediaDoesNotHitPastTheMedia) {
 TEST(SchedulerTest, PreemptionByRecomputeKeepsOutputsExact) {
   auto t = MakeCore(SmallConfig(10));  // 160 token slots
   OutputCollector out;
-  std::vector<EngineRequest> requests;
-  for (int i = 0; i < 8; ++i) {
+  auto make = [](int i) {
     EngineRequest r = MakeRequest(testing::Id("r", i), MakePrompt(30 + 3 * i, 10 + i), 40);
     if (i % 2 == 1) {
       r.sampling.temperature = 1.0f;
       r.sampling.seed = 1000 + i;
     }
-    requests.push_back(r);
-    ASSERT_TRUE(t.core->AddRequest(std::move(r), out.For()).ok());
+    return r;
+  };
+  std::vector<EngineRequest> requests;
+  for (int i = 0; i < 8; ++i) {
+    requests.push_back(make(i));
+    ASSERT_TRUE(t.core->AddRequest(make(i), out.For()).ok());
   }
   RunToCompletion(*t.core);
   EXPECT_GT(t.core->Metrics().num_preemptions_total, 0);

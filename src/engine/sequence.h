@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -13,6 +14,7 @@
 #include "engine/block_pool.h"
 #include "engine/media_span.h"
 #include "engine/sampler.h"
+#include "engine/token_constraint.h"
 
 namespace omni {
 
@@ -38,6 +40,7 @@ struct Sequence {
   SamplingParams params;
   uint64_t seed = 0;              // params.seed or one the engine chose
   int32_t max_total_tokens = 0;   // prompt + output cap (max_tokens, max_model_len)
+  std::unique_ptr<TokenConstraint> constraint;  // null: unconstrained
 
   // Prompt followed by the generated tokens.
   std::vector<int32_t> tokens;

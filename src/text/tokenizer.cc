@@ -20,6 +20,7 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromSpec(TokenizerSpec spec) {
   tok->token_bytes_.resize(size);
   tok->assigned_.assign(size, 0);
   tok->special_.assign(size, 0);
+  tok->added_.assign(size, 0);
   tok->token_to_id_.reserve(spec.model.vocab.size() + spec.added_tokens.size());
   auto assign = [&](const std::string& token, int32_t id) -> Status {
     if (tok->assigned_[id] && tok->id_to_token_[id] != token) {
@@ -36,6 +37,7 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromSpec(TokenizerSpec spec) {
   for (const AddedTokenSpec& t : spec.added_tokens) {
     OMNI_RETURN_IF_ERROR(assign(t.content, t.id));
     tok->special_[t.id] = t.special ? 1 : 0;
+    tok->added_[t.id] = 1;
     AddedTokenMatcher::Entry entry{t.content, t.id, t.lstrip, t.rstrip};
     (t.normalized ? tok->normalized_all_ : tok->raw_all_).Add(entry);
     if (!t.special) (t.normalized ? tok->normalized_plain_ : tok->raw_plain_).Add(entry);
@@ -130,5 +132,6 @@ std::optional<std::string_view> Tokenizer::TokenBytes(int32_t id) const {
 }
 
 bool Tokenizer::IsSpecial(int32_t id) const { return id >= 0 && id < vocab_size() && special_[id]; }
+bool Tokenizer::IsAdded(int32_t id) const { return id >= 0 && id < vocab_size() && added_[id]; }
 
 }  // namespace omni

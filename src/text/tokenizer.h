@@ -76,6 +76,10 @@ class Tokenizer {
   // The raw bytes the token decodes to (possibly part of a UTF-8 character).
   std::optional<std::string_view> TokenBytes(int32_t id) const;
   bool IsSpecial(int32_t id) const;
+  // An added token (tokenizer.json "added_tokens"), special or not.
+  bool IsAdded(int32_t id) const;
+  // A vocabulary id with a token (not a hole).
+  bool IsAssigned(int32_t id) const { return id >= 0 && id < vocab_size() && assigned_[id]; }
   // One past the largest id (ids below it may be unassigned holes).
   int32_t vocab_size() const { return static_cast<int32_t>(id_to_token_.size()); }
 
@@ -92,6 +96,7 @@ class Tokenizer {
   std::vector<std::string> token_bytes_;  // [vocab_size] decoded bytes
   std::vector<uint8_t> assigned_;         // [vocab_size]
   std::vector<uint8_t> special_;          // [vocab_size]
+  std::vector<uint8_t> added_;            // [vocab_size]
   std::unordered_map<std::string, int32_t> token_to_id_;  // added tokens win
   // Hugging Face matches added tokens with normalized=false on the raw text
   // first, then normalized=true ones in what is left; one pair of matchers

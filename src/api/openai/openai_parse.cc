@@ -1,5 +1,6 @@
 #include "api/openai/openai_parse.h"
 
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -155,6 +156,25 @@ Status ParseGenerationOptions(const Json& root, GenerationOptions* g) {
   if (const Json* ids = Find(root, "stop_token_ids")) {
     OMNI_RETURN_IF_ERROR(TokenIdList(*ids, "stop_token_ids", &s.stop_token_ids));
   }
+  OMNI_RETURN_IF_ERROR(OptInt(root, "min_tokens", "min_tokens", 0, kMaxInt, &s.min_tokens));
+  if (const Json* bias = Find(root, "logit_bias")) {
+    if (!bias->is_object()) return TypeError("logit_bias", "an object mapping token ids to biases");
+    for (const auto& [key, value] : bias->items()) {
+      const std::string p = "logit_bias." + key;
+      int32_t id = 0;
+      const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+      if (ec != std::errc() || end != key.data() + key.size() || id < 0) {
+        return FieldError("logit_bias", "logit_bias keys must be token ids, got '" + key + "'");
+      }
+      float b = 0;
+      OMNI_RETURN_IF_ERROR(OptFloat(*bias, key, p, &b));
+      s.logit_bias.emplace_back(id, b);
+    }
+  }
+  OMNI_RETURN_IF_ERROR(OptString(root, "cache_salt", "cache_salt", &g->cache_salt));
+  if (Find(root, "cache_salt") != nullptr && g->cache_salt.empty()) {
+    return FieldError("cache_salt", "'cache_salt' must be a non-empty string");
+  }
   return Status::Ok();
 }
 
@@ -288,6 +308,82 @@ Status ParseMessages(const Json& root, ChatRequest* req) {
   return Status::Ok();
 }
 
+ParamType ParamTypeOf(const Json& schema) {
+  const Json* type = Find(schema, "type");
+  if (type == nullptr || !type->is_string()) return ParamType::kAny;
+  const std::string t = type->get<std::string>();
+  if (t == "string") return ParamType::kString;
+  if (t == "integer") return ParamType::kInteger;
+  if (t == "number") return ParamType::kNumber;
+  if (t == "boolean") return ParamType::kBoolean;
+  if (t == "object") return ParamType::kObject;
+  if (t == "array") return ParamType::kArray;
+  return ParamType::kAny;
+}
+
+// The typed parameter list of a JSON schema {"type":"object","properties":{..},"required":[..]}.
+Status ParseToolParameters(const Json& schema, const std::string& param, ToolSpec* spec) {
+  const Json* props = Find(schema, "properties");
+  if (props == nullptr) return Status::Ok();
+  if (!props->is_object()) return TypeError(param + ".properties", "an object");
+  for (const auto& [name, sub] : props->items()) {
+    if (!sub.is_object()) return TypeError(param + ".properties." + name, "a JSON schema object");
+    ToolParameter tp{.name = name, .type = ParamTypeOf(sub)};
+    if (const Json* values = Find(sub, "enum")) {
+      if (!values->is_array() || values->empty()) {
+        return TypeError(param + ".properties." + name + ".enum", "a non-empty array");
+      }
+      for (const Json& v : *values) tp.enum_values.push_back(v.is_string() ? v.get<std::string>() : PythonJsonDumps(v));
+    }
+    spec->parameters.push_back(std::move(tp));
+  }
+  if (const Json* required = Find(schema, "required")) {
+    if (!required->is_array()) return TypeError(param + ".required", "an array of property names");
+    for (const Json& r : *required) {
+      if (!r.is_string()) return TypeError(param + ".required", "an array of property names");
+      for (ToolParameter& tp : spec->parameters) tp.required = tp.required || tp.name == r.get<std::string>();
+    }
+  }
+  return Status::Ok();
+}
+
+Status ParseToolChoice(const Json& root, ChatRequest* req) {
+  const Json* choice = Find(root, "tool_choice");
+  if (choice == nullptr) return Status::Ok();
+  ToolChoice& tc = req->tool_choice;
+  if (choice->is_string()) {
+    const std::string mode = choice->get<std::string>();
+    if (mode == "auto") {
+      tc.mode = ToolChoice::Mode::kAuto;
+    } else if (mode == "none") {
+      tc.mode = ToolChoice::Mode::kNone;
+    } else if (mode == "required") {
+      tc.mode = ToolChoice::Mode::kRequired;
+    } else {
+      return FieldError("tool_choice", "unknown tool_choice '" + mode +
+                                           "' (none, auto, required or {\"type\":\"function\",\"function\":{\"name\":...}})");
+    }
+  } else if (choice->is_object()) {
+    const Json* fn = Find(*choice, "function");
+    if (fn == nullptr || !fn->is_object()) return TypeError("tool_choice.function", "an object with a 'name'");
+    OMNI_RETURN_IF_ERROR(OptString(*fn, "name", "tool_choice.function.name", &tc.name));
+    if (tc.name.empty()) return FieldError("tool_choice.function.name", "the forced tool needs a name");
+    tc.mode = ToolChoice::Mode::kNamed;
+  } else {
+    return TypeError("tool_choice", "a string or an object");
+  }
+  const bool needs_tool = tc.mode == ToolChoice::Mode::kRequired || tc.mode == ToolChoice::Mode::kNamed;
+  if (needs_tool && req->tools.empty()) {
+    return FieldError("tool_choice", "tool_choice forces a tool call but the request has no 'tools'");
+  }
+  if (tc.mode == ToolChoice::Mode::kNamed) {
+    bool found = false;
+    for (const ToolSpec& t : req->tool_specs) found = found || t.name == tc.name;
+    if (!found) return FieldError("tool_choice.function.name", "tool_choice names '" + tc.name + "', which is not in 'tools'");
+  }
+  return Status::Ok();
+}
+
 Status ParseTools(const Json& root, ChatRequest* req) {
   const Json* tools = Find(root, "tools");
   if (tools == nullptr) return Status::Ok();
@@ -302,11 +398,17 @@ Status ParseTools(const Json& root, ChatRequest* req) {
     OMNI_RETURN_IF_ERROR(OptString(*fn, "name", p + ".function.name", &def.name));
     if (def.name.empty()) return FieldError(p + ".function.name", "a tool needs a name");
     OMNI_RETURN_IF_ERROR(OptString(*fn, "description", p + ".function.description", &def.description));
+    ToolSpec spec{.name = def.name};
     if (const Json* params = Find(*fn, "parameters")) {
       if (!params->is_object()) return TypeError(p + ".function.parameters", "an object");
       def.parameters_json = PythonJsonDumps(*params);
+      OMNI_RETURN_IF_ERROR(ParseToolParameters(*params, p + ".function.parameters", &spec));
+    }
+    for (const ToolDefinition& earlier : req->tools) {
+      if (earlier.name == def.name) return FieldError(p + ".function.name", "two tools are named '" + def.name + "'");
     }
     req->tools.push_back(std::move(def));
+    req->tool_specs.push_back(std::move(spec));
   }
   return Status::Ok();
 }
@@ -316,6 +418,12 @@ StatusOr<ChatRequest> ParseChatFields(const Json& root) {
   OMNI_RETURN_IF_ERROR(OptString(root, "model", "model", &req.model));
   OMNI_RETURN_IF_ERROR(ParseMessages(root, &req));
   OMNI_RETURN_IF_ERROR(ParseTools(root, &req));
+  OMNI_RETURN_IF_ERROR(ParseToolChoice(root, &req));
+  if (const Json* budget = Find(root, "thinking_token_budget")) {
+    int64_t b = 0;
+    OMNI_RETURN_IF_ERROR(IntValue(*budget, "thinking_token_budget", 0, kMaxInt, &b));
+    req.thinking_token_budget = static_cast<int>(b);
+  }
   if (const Json* kw = Find(root, "chat_template_kwargs")) {
     if (!kw->is_object()) return TypeError("chat_template_kwargs", "an object");
     OMNI_RETURN_IF_ERROR(
@@ -342,6 +450,13 @@ auto Guard(F&& f) -> decltype(f()) {
 }
 
 }  // namespace
+
+const ToolParameter* ToolSpec::Find(std::string_view param) const {
+  for (const ToolParameter& p : parameters) {
+    if (p.name == param) return &p;
+  }
+  return nullptr;
+}
 
 StatusOr<ChatRequest> ParseChatRequest(std::string_view body) {
   return Guard([&]() -> StatusOr<ChatRequest> {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <string>
 #include <variant>
 #include <vector>
@@ -21,6 +22,7 @@ struct GenerationOptions {
   std::vector<std::string> stop;  // stop strings, matched on the detokenized text
   bool stream = false;
   bool include_usage = false;     // stream_options.include_usage
+  std::string cache_salt;         // requests with different salts never share cached KV
 };
 
 // A chat content part that references an embedding object (an encoder's
@@ -32,12 +34,42 @@ struct MediaPart {
   std::string url;  // s3://bucket/key, file:///path or an http:// presigned URL
 };
 
+// A tool parameter's JSON-schema type, which types its argument values
+// (tool-call parsing) and constrains them (forced tool calls).
+enum class ParamType { kString, kInteger, kNumber, kBoolean, kObject, kArray, kAny };
+
+struct ToolParameter {
+  std::string name;
+  ParamType type = ParamType::kAny;
+  // "enum": each allowed value as it is written in <arg_value> (a string
+  // verbatim, anything else as JSON text).
+  std::vector<std::string> enum_values;
+  bool required = false;
+};
+
+// What the server needs of a tool beyond its prompt rendering.
+struct ToolSpec {
+  std::string name;
+  std::vector<ToolParameter> parameters;  // in the schema's "properties" order
+  const ToolParameter* Find(std::string_view param) const;
+};
+
+struct ToolChoice {
+  enum class Mode { kAuto, kNone, kRequired, kNamed };
+  Mode mode = Mode::kAuto;
+  std::string name;  // kNamed
+};
+
 struct ChatRequest {
   std::string model;  // empty: the served model
   std::vector<ChatMessage> messages;
-  std::vector<ToolDefinition> tools;
+  std::vector<ToolDefinition> tools;  // the prompt's tool listing
+  std::vector<ToolSpec> tool_specs;   // [tools.size()], the same tools typed
+  ToolChoice tool_choice;
   std::vector<MediaPart> media;  // one per media part of `messages`, in order
   bool skip_reasoning = false;   // chat_template_kwargs.skip_reasoning
+  // OmniServe's extra: the thought is closed after this many tokens.
+  std::optional<int> thinking_token_budget;
   GenerationOptions options;
 };
 

@@ -2,15 +2,12 @@
 
 #include <cstdio>
 
+#include "core/json_string.h"
+
 namespace omni::openai {
 namespace {
 
-void AppendEscapedString(const std::string& s, std::string* out) {
-  // Let nlohmann escape (valid UTF-8 in, JSON out), then turn non-ASCII
-  // characters into \uXXXX as Python's ensure_ascii does.
-  std::string quoted = nlohmann::ordered_json(s).dump(-1, ' ', /*ensure_ascii=*/true);
-  out->append(quoted);
-}
+void AppendEscapedString(const std::string& s, std::string* out) { AppendJsonString(s, out); }
 
 void Dump(const nlohmann::ordered_json& v, std::string* out) {
   if (v.is_object()) {
@@ -34,7 +31,7 @@ void Dump(const nlohmann::ordered_json& v, std::string* out) {
   } else if (v.is_string()) {
     AppendEscapedString(v.get<std::string>(), out);
   } else {
-    out->append(v.dump(-1, ' ', true));
+    out->append(v.dump());
   }
 }
 

@@ -1,6 +1,8 @@
-// JSON text the way Python's json.dumps writes it by default (", " and ": "
-// separators, non-ASCII escaped as \uXXXX), which is how tool schemas and
-// tool-call arguments looked in the model's training data (chat template).
+// JSON text the way the chat template's `tojson` writes it (Hugging Face's
+// json.dumps(x, ensure_ascii=False): ", " and ": " separators, non-ASCII
+// verbatim), which is how tool schemas and tool-call arguments looked in the
+// model's training data. The one serializer for tool JSON in prompts and in
+// parsed tool-call arguments; strings are escaped by core/json_string.h.
 #pragma once
 
 #include <string>
