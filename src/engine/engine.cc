@@ -22,6 +22,10 @@ Engine::~Engine() { Stop(); }
 
 Status Engine::Submit(EngineRequest request, OutputCallback on_output) {
   OMNI_RETURN_IF_ERROR(core_->ValidateRequest(request));
+  return SubmitValidated(std::move(request), std::move(on_output));
+}
+
+Status Engine::SubmitValidated(EngineRequest request, OutputCallback on_output) {
   std::lock_guard lock(mu_);
   if (stopping_) return Unavailable("engine is shutting down");
   inbox_.push_back(AddCommand{std::move(request), std::move(on_output)});
@@ -61,7 +65,7 @@ void Engine::Apply(Command&& command) {
     // Validated in Submit; what can still fail here is a duplicate id.
     OutputCallback cb = add->on_output;
     const std::string id = add->request.request_id;
-    Status s = core_->AddRequest(std::move(add->request), std::move(add->on_output));
+    Status s = core_->AddValidatedRequest(std::move(add->request), std::move(add->on_output));
     if (!s.ok()) {
       log::RequestLog(id).Warn("rejected: {}", s.ToString());
       TokenOutput out;

@@ -38,6 +38,11 @@ class Engine {
   // A duplicate id of an unfinished request ends it at once with kError.
   // Unavailable after Stop().
   Status Submit(EngineRequest request, OutputCallback on_output);
+  // The check Submit makes, alone (any thread): for callers that validate a
+  // request once at their edge and then submit it, or copies of it, with
+  // SubmitValidated, which skips the check.
+  Status Validate(const EngineRequest& request) const { return core_->ValidateRequest(request); }
+  Status SubmitValidated(EngineRequest request, OutputCallback on_output);
   // Cancels: the request's blocks are released at the next iteration
   // boundary (the model may be reading them mid-step) and it finishes with
   // kAbort. No-op for an unknown or finished id.

@@ -88,6 +88,10 @@ Status EngineCore::ValidateRequest(const EngineRequest& r) const {
 
 Status EngineCore::AddRequest(EngineRequest&& r, OutputCallback on_output) {
   OMNI_RETURN_IF_ERROR(ValidateRequest(r));
+  return AddValidatedRequest(std::move(r), std::move(on_output));
+}
+
+Status EngineCore::AddValidatedRequest(EngineRequest&& r, OutputCallback on_output) {
   if (active_ids_.contains(r.request_id)) {
     return Status(StatusCode::kAlreadyExists, "request id " + r.request_id + " is in use")
         .WithParam("request_id");

@@ -92,6 +92,8 @@ class EngineCore {
   Status ValidateRequest(const EngineRequest& request) const;
   // Validates and queues; AlreadyExists if the id is in use.
   Status AddRequest(EngineRequest&& request, OutputCallback on_output);
+  // AddRequest without the ValidateRequest a caller already made.
+  Status AddValidatedRequest(EngineRequest&& request, OutputCallback on_output);
   // Finishes an unfinished request now (cancellation, or a stop string the
   // caller found), releasing its blocks and emitting its final output.
   // False if unknown or already finished.

@@ -5,12 +5,30 @@
 
 namespace omni::llm {
 
-ChoiceDecoder::ChoiceDecoder(const Tokenizer& tokenizer, int choice, std::vector<std::string> stops, bool logprobs)
+ChoiceDecoder::ChoiceDecoder(const Tokenizer& tokenizer, int choice, std::vector<std::string> stops, bool logprobs,
+                             std::optional<OutputParser::Options> parser)
     : tokenizer_(tokenizer),
       choice_(choice),
       logprobs_(logprobs),
       detok_(tokenizer, DecodeOptions{.skip_special_tokens = true}),
-      stop_(std::move(stops)) {}
+      stop_(std::move(stops)) {
+  if (parser) parser_.emplace(std::move(*parser));
+}
+
+void ChoiceDecoder::AddParsed(OutputDelta&& d, GenerationEvent* e) {
+  had_reasoning_ = had_reasoning_ || !d.reasoning.empty();
+  e->text += d.content;
+  e->reasoning += d.reasoning;
+  for (ToolCallDelta& t : d.tool_calls) e->tool_calls.push_back(std::move(t));
+}
+
+void ChoiceDecoder::AddText(const std::string& text, GenerationEvent* e) {
+  if (!parser_) {
+    e->text += text;
+    return;
+  }
+  if (!text.empty()) AddParsed(parser_->Push(text), e);
+}
 
 LogprobEntry ChoiceDecoder::MakeLogprobEntry(const SampledToken& token) const {
   auto text = [&](int32_t id) {
@@ -32,25 +50,34 @@ ChoiceDecoder::Result ChoiceDecoder::Push(const TokenOutput& out) {
   if (out.token && !stop_.stopped() && out.finish_reason != FinishReason::kStop) {
     GenerationEvent e{.kind = GenerationEvent::Kind::kDelta, .choice = choice_};
     StatusOr<std::string> piece = detok_.Push(out.token->token_id);
-    e.text = stop_.Push(piece.ok() ? *piece : std::string());
+    AddText(stop_.Push(piece.ok() ? *piece : std::string()), &e);
     r.stop_string_matched = stop_.stopped();
     if (logprobs_) e.logprobs.push_back(MakeLogprobEntry(*out.token));
-    if (!e.text.empty() || !e.logprobs.empty()) r.events.push_back(std::move(e));
-  }
-  if (out.finish_reason == FinishReason::kNone) return r;
-  if (!stop_.stopped()) {
-    std::string tail = stop_.Push(detok_.Flush());
-    if (!stop_.stopped()) tail += stop_.Flush();
-    if (!tail.empty()) {
-      r.events.push_back(GenerationEvent{.kind = GenerationEvent::Kind::kDelta, .choice = choice_, .text = tail});
+    if (!e.text.empty() || !e.reasoning.empty() || !e.tool_calls.empty() || !e.logprobs.empty()) {
+      r.events.push_back(std::move(e));
     }
   }
+  if (out.finish_reason == FinishReason::kNone) return r;
+  GenerationEvent tail{.kind = GenerationEvent::Kind::kDelta, .choice = choice_};
+  if (!stop_.stopped()) {
+    std::string rest = stop_.Push(detok_.Flush());
+    if (!stop_.stopped()) rest += stop_.Flush();
+    AddText(rest, &tail);
+  }
+  if (parser_) AddParsed(parser_->Finish(), &tail);
+  if (!tail.text.empty() || !tail.reasoning.empty() || !tail.tool_calls.empty()) r.events.push_back(std::move(tail));
   finished_ = true;
   finish_reason_ = stop_.stopped() ? "stop" : std::string(FinishReasonName(out.finish_reason));
+  GenerationEvent fin{.kind = GenerationEvent::Kind::kFinish, .choice = choice_};
+  if (parser_) {
+    fin.calls = parser_->calls();
+    fin.has_reasoning = had_reasoning_ || parser_->in_reasoning();
+    if (finish_reason_ == "stop" && !fin.calls.empty()) finish_reason_ = "tool_calls";
+  }
   output_tokens_ = out.num_output_tokens;
   cached_tokens_ = out.num_cached_tokens;
-  r.events.push_back(
-      GenerationEvent{.kind = GenerationEvent::Kind::kFinish, .choice = choice_, .finish_reason = finish_reason_});
+  fin.finish_reason = finish_reason_;
+  r.events.push_back(std::move(fin));
   return r;
 }
 

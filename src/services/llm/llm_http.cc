@@ -31,6 +31,7 @@ struct LlmHttpAdapter::Exchange {
   PreparedGeneration prepared;
   std::vector<bool> started;  // streams: the first chunk of each choice was sent
   bool aborted = false;       // streams: a choice ended in "abort"
+  bool failed = false;        // streams: a choice ended in "error" (the model failed)
   std::atomic<bool> released{false};
 };
 
@@ -179,6 +180,12 @@ void LlmHttpAdapter::Stream(const std::shared_ptr<Exchange>& ex) {
     ex->started[e.choice] = true;
     // "abort" with the client still there: the server ended it (shutdown).
     if (e.kind == GenerationEvent::Kind::kFinish && e.finish_reason == "abort") ex->aborted = true;
+    // The model failed: the stream ends with an error event, not a chunk
+    // with a finish reason OpenAI does not have.
+    if (e.kind == GenerationEvent::Kind::kFinish && e.finish_reason == "error") {
+      ex->failed = true;
+      return !ex->writer->client_gone();
+    }
     const PreparedGeneration& p = ex->prepared;
     return ex->writer->WriteSseEventNoWait(p.chat ? ChatChunkJson(p, e, first) : CompletionChunkJson(p, e, first));
   };
@@ -186,6 +193,10 @@ void LlmHttpAdapter::Stream(const std::shared_ptr<Exchange>& ex) {
     ResponseWriter& w = *ex->writer;
     if (!usage.ok()) {
       w.WriteSseEventNoWait(usage.status().ToOpenAiJson());
+    } else if (ex->failed) {
+      w.WriteSseEventNoWait(Internal("the model failed while generating; the output above is incomplete")
+                                .WithErrorCode("model_error")
+                                .ToOpenAiJson());
     } else if (ex->aborted) {
       w.WriteSseEventNoWait(Unavailable("generation stopped: the server is shutting down").ToOpenAiJson());
     } else if (ex->prepared.include_usage) {

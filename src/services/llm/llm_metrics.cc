@@ -46,7 +46,12 @@ LlmMetrics::LlmMetrics(MetricsRegistry& r, const std::string& model_name)
                           {"model_name"}, DefaultLatencyBuckets())
                .WithLabels({model_name})),
       success_(r.AddCounter("vllm:request_success_total", "Count of finished requests.",
-                            {"model_name", "finished_reason"})) {}
+                            {"model_name", "finished_reason"})),
+      client_gone_(r.AddCounter("omni_llm_client_disconnects_total",
+                                "Requests cancelled because the client went away before the end; their KV blocks "
+                                "are freed at the next engine step.",
+                                {"model_name"})
+                       .WithLabels({model_name})) {}
 
 void LlmMetrics::SetCacheConfig(int num_blocks) {
   cache_config_.WithLabels({"16", std::to_string(num_blocks)}).Set(1);

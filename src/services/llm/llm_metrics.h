@@ -24,6 +24,8 @@ class LlmMetrics {
   void ObserveTimeToFirstToken(double seconds) { ttft_.Observe(seconds); }
   void ObserveInterTokenLatency(double seconds) { itl_.Observe(seconds); }
   void ObserveRequest(double e2e_seconds, std::string_view finish_reason);
+  // omni_llm_client_disconnects_total: a request cancelled because its client went away.
+  void ObserveClientGone() { client_gone_.Inc(); }
 
  private:
   std::string model_name_;
@@ -40,6 +42,7 @@ class LlmMetrics {
   Histogram& itl_;
   Histogram& e2e_;
   CounterFamily& success_;
+  Counter& client_gone_;
 
   std::mutex mu_;
   EngineMetrics last_;  // guarded by mu_: the snapshot already counted

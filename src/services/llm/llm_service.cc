@@ -86,6 +86,7 @@ Status LlmService::Load() {
       if (auto id = tokenizer_->TokenToId(t)) chat_stop_ids_.push_back(*id);
     }
     for (size_t i = 1; i < eos.size(); ++i) chat_stop_ids_.push_back(static_cast<int32_t>(eos[i]));
+    grammar_tokens_ = OmniGrammarTokens::Resolve(*tokenizer_, tokenizer_->TokenToId(kImEnd).value_or(-1));
     OMNI_ASSIGN_OR_RETURN(engine_, Engine::Start(config, model_->MakeRunner(spec, num_kv_blocks_), options_.kv_events));
     metrics_->SetCacheConfig(num_kv_blocks_);
     return Status::Ok();
@@ -143,19 +144,28 @@ Status LlmService::FinishPrepare(const GenerationOptions& options, PreparedGener
   } else {
     out->sampling.max_tokens = max_model_len_ - n;
   }
-  OMNI_RETURN_IF_ERROR(out->sampling.Validate());
-  for (int32_t id : out->sampling.stop_token_ids) {
-    if (id >= model_->vocab_size()) {
-      return InvalidArgument("stop token id " + std::to_string(id) + " is outside the vocabulary")
-          .WithParam("stop_token_ids");
-    }
-  }
+  out->cache_salt = options.cache_salt;
   out->stop = options.stop;
   out->stream = options.stream;
   out->include_usage = options.include_usage;
   out->model = served_name_;
   out->created = static_cast<int64_t>(std::time(nullptr));
   return Status::Ok();
+}
+
+Status LlmService::ValidateOnce(PreparedGeneration* out) const {
+  // The engine's check, once per request here at the edge; the choices are
+  // then submitted unchecked. The prompt is moved in and out, not copied.
+  EngineRequest probe;
+  probe.request_id = "validate";
+  probe.prompt_token_ids = std::move(out->prompt_ids);
+  probe.media = std::move(out->media);
+  probe.sampling = out->sampling;
+  Status s = engine_->Validate(probe);
+  out->prompt_ids = std::move(probe.prompt_token_ids);
+  out->media = std::move(probe.media);
+  if (!s.ok() && out->chat && s.param() == "prompt") return std::move(s).WithParam("messages");
+  return s;
 }
 
 StatusOr<PreparedGeneration> LlmService::PrepareChat(const ChatRequest& request) {
@@ -183,6 +193,18 @@ StatusOr<PreparedGeneration> LlmService::PrepareChat(const ChatRequest& request)
   if (!out.sampling.ignore_eos) {
     for (int32_t id : chat_stop_ids_) out.sampling.stop_token_ids.push_back(id);
   }
+  out.parse_output = true;
+  out.starts_in_reasoning = !request.skip_reasoning;
+  out.parse_tool_calls = request.tool_choice.mode != openai::ToolChoice::Mode::kNone;
+  out.tools = std::make_shared<const std::vector<openai::ToolSpec>>(request.tool_specs);
+  StatusOr<std::shared_ptr<const OutputGrammar>> grammar =
+      OutputGrammar::Create(grammar_tokens_, OutputGrammar::Options{.starts_in_reasoning = out.starts_in_reasoning,
+                                                                    .thinking_token_budget = request.thinking_token_budget,
+                                                                    .tool_choice = request.tool_choice,
+                                                                    .tools = request.tool_specs});
+  OMNI_RETURN_IF_ERROR(grammar.status());
+  out.grammar = std::move(grammar).value();
+  OMNI_RETURN_IF_ERROR(ValidateOnce(&out));
   out.id = NewId("chatcmpl-");
   return out;
 }
@@ -197,16 +219,12 @@ StatusOr<PreparedGeneration> LlmService::PrepareCompletion(const CompletionReque
     if (request.echo) out.echo_text = *text;
   } else {
     out.prompt_ids = std::get<std::vector<int32_t>>(request.prompt);
-    for (int32_t id : out.prompt_ids) {
-      if (id >= tokenizer_->vocab_size()) {
-        return InvalidArgument("token id " + std::to_string(id) + " is outside the vocabulary").WithParam("prompt");
-      }
-    }
     if (request.echo) {
       OMNI_ASSIGN_OR_RETURN(out.echo_text, tokenizer_->Decode(out.prompt_ids));
     }
   }
   OMNI_RETURN_IF_ERROR(FinishPrepare(request.options, &out));
+  OMNI_RETURN_IF_ERROR(ValidateOnce(&out));
   out.id = NewId("cmpl-");
   return out;
 }
@@ -257,7 +275,16 @@ void LlmService::SubmitRun(const std::shared_ptr<Run>& run) {
   run->start = SteadyClock::now();
   run->prompt_tokens = static_cast<int>(request.prompt_ids.size());
   run->choices.reserve(n);
-  for (int i = 0; i < n; ++i) run->choices.emplace_back(*tokenizer_, i, request.stop, request.sampling.logprobs);
+  for (int i = 0; i < n; ++i) {
+    std::optional<OutputParser::Options> parse;
+    if (request.parse_output) {
+      parse = OutputParser::Options{.starts_in_reasoning = request.starts_in_reasoning,
+                                    .parse_tool_calls = request.parse_tool_calls,
+                                    .tools = *request.tools,
+                                    .new_call_id = [this] { return NewId("chatcmpl-tool-"); }};
+    }
+    run->choices.emplace_back(*tokenizer_, i, request.stop, request.sampling.logprobs, std::move(parse));
+  }
   run->last_token.resize(n);
   run->has_token.assign(n, false);
   for (int i = 0; i < n; ++i) {
@@ -268,8 +295,10 @@ void LlmService::SubmitRun(const std::shared_ptr<Run>& run) {
     er.sampling = request.sampling;
     er.sampling.n = 1;
     if (er.sampling.seed) er.sampling.seed = *er.sampling.seed + static_cast<uint64_t>(i);
+    er.cache_salt = request.cache_salt;
+    if (request.grammar) er.constraint = request.grammar->NewConstraint();
     // On the engine thread: hand the output over and return.
-    Status s = engine_->Submit(std::move(er), [this, run, i](const TokenOutput& o) {
+    Status s = engine_->SubmitValidated(std::move(er), [this, run, i](const TokenOutput& o) {
       output_->Post([this, run, i, o] {
         try {
           HandleOutput(*run, i, o);
@@ -309,7 +338,9 @@ void LlmService::HandleOutput(Run& run, int i, const TokenOutput& out) {
   }
   ChoiceDecoder::Result r = choice.Push(out);
   if (r.stop_string_matched) engine_->Finish(EngineId(run.request, i), FinishReason::kStop);
+  const bool was_gone = run.consumer_gone;
   for (const GenerationEvent& e : r.events) run.Emit(*engine_, e);
+  if (run.consumer_gone && !was_gone && run.submit_error.ok()) metrics_->ObserveClientGone();
   if (!choice.finished() || ++run.finished < run.submitted) return;
 
   if (!run.submit_error.ok()) {
@@ -338,9 +369,12 @@ void LlmService::StartComplete(PreparedGeneration request, std::function<bool()>
     ChoiceResult& c = result->choices[e.choice];
     if (e.kind == GenerationEvent::Kind::kDelta) {
       c.text += e.text;
+      c.reasoning += e.reasoning;
       c.logprobs.insert(c.logprobs.end(), e.logprobs.begin(), e.logprobs.end());
     } else {
       c.finish_reason = e.finish_reason;
+      c.tool_calls = e.calls;
+      c.has_reasoning = e.has_reasoning;
     }
     return client_present();
   };

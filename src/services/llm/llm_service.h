@@ -31,6 +31,8 @@
 #include "services/llm/embedding_fetcher.h"
 #include "services/llm/llm_metrics.h"
 #include "services/llm/model_runner_adapter.h"
+#include "services/llm/output_constraint.h"
+#include "services/llm/output_parser.h"
 #include "api/openai/openai_types.h"
 #include "storage/object_store.h"
 #include "text/tokenizer.h"
@@ -86,6 +88,15 @@ struct PreparedGeneration {
   std::string echo_text;  // completions with echo: the prompt text
   bool stream = false;
   bool include_usage = false;
+  std::string cache_salt;
+  // Chat only: the output is parsed into reasoning, content and tool calls
+  // (output_parser.h) and constrained by `grammar` (output_constraint.h;
+  // null: unconstrained). Completions return the raw text.
+  bool parse_output = false;
+  bool starts_in_reasoning = false;
+  bool parse_tool_calls = true;
+  std::shared_ptr<const std::vector<openai::ToolSpec>> tools;
+  std::shared_ptr<const OutputGrammar> grammar;
 };
 
 struct TopLogprob {
@@ -103,9 +114,13 @@ struct GenerationEvent {
   enum class Kind { kDelta, kFinish };
   Kind kind = Kind::kDelta;
   int choice = 0;
-  std::string text;                    // kDelta: new text (may be empty when only logprobs came)
+  std::string text;                    // kDelta: new text (chat: content; may be empty when only logprobs came)
+  std::string reasoning;               // kDelta, chat: new reasoning text
+  std::vector<ToolCallDelta> tool_calls;  // kDelta, chat
   std::vector<LogprobEntry> logprobs;  // kDelta: one per token covered
-  std::string finish_reason;           // kFinish: "stop", "length", "abort", "error"
+  std::string finish_reason;           // kFinish: "stop", "length", "tool_calls", "abort", "error"
+  std::vector<ParsedToolCall> calls;   // kFinish, chat: the complete tool calls
+  bool has_reasoning = false;          // kFinish, chat: the output had a thought
 };
 
 struct Usage {
@@ -116,7 +131,10 @@ struct Usage {
 
 // One choice of a non-streamed answer, collected from GenerationEvents.
 struct ChoiceResult {
-  std::string text;
+  std::string text;  // chat: the content
+  std::string reasoning;
+  bool has_reasoning = false;
+  std::vector<ParsedToolCall> tool_calls;
   std::vector<LogprobEntry> logprobs;
   std::string finish_reason;
 };
@@ -189,8 +207,11 @@ class LlmService {
  private:
   explicit LlmService(LlmServiceOptions options);
   Status CheckModel(const std::string& model) const;
-  // Prompt length and max_tokens against the context, sampling ranges.
+  // Prompt length and max_tokens against the context (in OpenAI's words),
+  // and the options into `out`.
   Status FinishPrepare(const GenerationOptions& options, PreparedGeneration* out) const;
+  // The engine's validation of the prepared request, once.
+  Status ValidateOnce(PreparedGeneration* out) const;
   std::string NewId(std::string_view prefix);
   struct Run;
   // Submits every choice of `run`; on the output thread.
@@ -211,6 +232,7 @@ class LlmService {
   // stop strings) and runs sinks, off the engine thread and in order.
   std::unique_ptr<ThreadPool> output_;
   std::vector<int32_t> chat_stop_ids_;  // <|im_end|>, <|endoftext|>
+  std::shared_ptr<const OmniGrammarTokens> grammar_tokens_;
   int max_model_len_ = 0;
   int num_kv_blocks_ = 0;
   std::atomic<bool> loaded_{false};

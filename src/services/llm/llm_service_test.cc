@@ -12,85 +12,12 @@
 #include <fstream>
 #include <future>
 
-#include "engine/fake_model_runner.h"
-#include "text/demo_tokenizer.h"
+#include "services/llm/llm_test_fixture.h"
 
 namespace omni::llm {
 namespace {
 
-namespace fs = std::filesystem;
-
-class FakeLoaded final : public LoadedModel {
- public:
-  explicit FakeLoaded(int vocab) : vocab_(vocab) {}
-  int vocab_size() const override { return vocab_; }
-  int64_t hidden_size() const override { return 64; }
-  int64_t max_position_embeddings() const override { return 4096; }
-  std::vector<int64_t> eos_token_ids() const override { return {}; }
-  KvCacheSpec kv_spec(DType) const override { return KvCacheSpec{1, 1, 1, DType::kF32}; }
-  std::unique_ptr<ModelRunner> MakeRunner(const KvCacheSpec&, int num_blocks) override {
-    return std::make_unique<testing::FakeModelRunner>(vocab_, num_blocks);
-  }
-
- private:
-  int vocab_;
-};
-
-struct Fixture {
-  Fixture() {
-    dir = (fs::temp_directory_path() / ("omni_llm_service_test_" + std::to_string(::getpid()))).string();
-    fs::create_directories(dir);
-    auto json = MakeDemoTokenizerJson(DemoTokenizerSpec{.num_merges = 200, .num_vision_codes = 16, .num_audio_codes = 16});
-    OMNI_CHECK(json.ok());
-    std::ofstream(dir + "/tokenizer.json") << *json;
-    auto tok = Tokenizer::FromJson(*json);
-    OMNI_CHECK(tok.ok());
-    tokenizer = std::move(tok).value();
-    vocab = tokenizer->vocab_size();
-    LlmServiceOptions o;
-    o.model_dir = dir;
-    o.served_model_name = "fake";
-    o.num_kv_blocks = 256;
-    o.metrics = &registry;
-    o.model_loader = [v = vocab](const std::string&) -> StatusOr<std::unique_ptr<LoadedModel>> {
-      return std::unique_ptr<LoadedModel>(std::make_unique<FakeLoaded>(v));
-    };
-    service = std::move(LlmService::Create(std::move(o))).value();
-    Status s = service->Load();
-    OMNI_CHECK(s.ok()) << s.ToString();
-  }
-  ~Fixture() {
-    service->Shutdown();
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-
-  PreparedGeneration Prepare(std::vector<int32_t> prompt, int max_tokens, int n = 1,
-                             std::vector<int32_t> stop_ids = {}) {
-    CompletionRequest req;
-    req.prompt = std::move(prompt);
-    req.options.sampling.temperature = 0;
-    req.options.sampling.max_tokens = max_tokens;
-    req.options.sampling.ignore_eos = true;
-    req.options.sampling.n = n;
-    req.options.sampling.stop_token_ids = std::move(stop_ids);
-    req.options.max_tokens_set = true;
-    auto p = service->PrepareCompletion(req);
-    OMNI_CHECK(p.ok()) << p.status().ToString();
-    return *p;
-  }
-  std::string Decode(std::span<const int32_t> ids) {
-    auto t = tokenizer->Decode(ids, DecodeOptions{.skip_special_tokens = true});
-    OMNI_CHECK(t.ok());
-    return *t;
-  }
-
-  std::string dir;
-  MetricsRegistry registry;
-  std::unique_ptr<Tokenizer> tokenizer;
-  int vocab = 0;
-  std::unique_ptr<LlmService> service;
-};
+using testing::Fixture;
 
 struct Collected {
   std::vector<std::string> text;    // per choice
@@ -113,7 +40,7 @@ StatusOr<Usage> Collect(Fixture& f, const PreparedGeneration& p, Collected* c) {
 TEST(LlmServiceFake, GreedyCompletionIsTheReferenceContinuation) {
   Fixture f;
   const std::vector<int32_t> prompt = {5, 17, 42, 8, 99, 3};
-  std::vector<int32_t> want = testing::FakeModelRunner::ReferenceGreedy(prompt, {}, 12, f.vocab);
+  std::vector<int32_t> want = omni::testing::FakeModelRunner::ReferenceGreedy(prompt, {}, 12, f.vocab);
   Collected c;
   StatusOr<Usage> usage = Collect(f, f.Prepare(prompt, 12), &c);
   ASSERT_TRUE(usage.ok()) << usage.status().ToString();
@@ -126,7 +53,7 @@ TEST(LlmServiceFake, GreedyCompletionIsTheReferenceContinuation) {
 TEST(LlmServiceFake, EveryChoiceOfNGetsItsTokensAndUsageAddsThemUp) {
   Fixture f;
   const std::vector<int32_t> prompt = {11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28};
-  std::vector<int32_t> want = testing::FakeModelRunner::ReferenceGreedy(prompt, {}, 8, f.vocab);
+  std::vector<int32_t> want = omni::testing::FakeModelRunner::ReferenceGreedy(prompt, {}, 8, f.vocab);
   Collected c;
   StatusOr<Usage> usage = Collect(f, f.Prepare(prompt, 8, /*n=*/3), &c);
   ASSERT_TRUE(usage.ok());
@@ -140,7 +67,7 @@ TEST(LlmServiceFake, EveryChoiceOfNGetsItsTokensAndUsageAddsThemUp) {
 TEST(LlmServiceFake, StopTokenIdEndsTheChoiceWithoutShowingIt) {
   Fixture f;
   const std::vector<int32_t> prompt = {7, 7, 7, 1, 2};
-  std::vector<int32_t> want = testing::FakeModelRunner::ReferenceGreedy(prompt, {}, 10, f.vocab);
+  std::vector<int32_t> want = omni::testing::FakeModelRunner::ReferenceGreedy(prompt, {}, 10, f.vocab);
   const int32_t stop = want[4];
   size_t cut = 0;
   while (want[cut] != stop) ++cut;  // the first occurrence ends it

@@ -54,6 +54,32 @@ Json Header(const PreparedGeneration& r, std::string_view object) {
 
 Json FinishValue(const std::string& reason) { return reason.empty() ? Json(nullptr) : Json(reason); }
 
+Json ToolCallsArray(const std::vector<ParsedToolCall>& calls) {
+  Json arr = Json::array();
+  for (const ParsedToolCall& c : calls) {
+    arr.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+  }
+  return arr;
+}
+
+// vLLM's streamed tool-call deltas: the first carries id, type and name.
+Json ToolCallDeltas(const std::vector<ToolCallDelta>& deltas) {
+  Json arr = Json::array();
+  for (const ToolCallDelta& d : deltas) {
+    Json fn = Json::object();
+    if (!d.name.empty()) fn["name"] = d.name;
+    fn["arguments"] = d.arguments;
+    Json item = {{"index", d.index}};
+    if (!d.id.empty()) {
+      item["id"] = d.id;
+      item["type"] = "function";
+    }
+    item["function"] = fn;
+    arr.push_back(item);
+  }
+  return arr;
+}
+
 }  // namespace
 
 std::string ChatCompletionJson(const PreparedGeneration& r, const std::vector<ChoiceResult>& choices,
@@ -62,8 +88,14 @@ std::string ChatCompletionJson(const PreparedGeneration& r, const std::vector<Ch
   Json arr = Json::array();
   for (size_t i = 0; i < choices.size(); ++i) {
     const ChoiceResult& c = choices[i];
+    // No content beside tool calls is null, as OpenAI answers.
+    Json content = c.text.empty() && !c.tool_calls.empty() ? Json(nullptr) : Json(c.text);
+    Json message = {{"role", "assistant"},
+                    {"content", content},
+                    {"reasoning_content", c.has_reasoning ? Json(c.reasoning) : Json(nullptr)},
+                    {"tool_calls", ToolCallsArray(c.tool_calls)}};
     arr.push_back({{"index", i},
-                   {"message", {{"role", "assistant"}, {"content", c.text}, {"tool_calls", Json::array()}}},
+                   {"message", message},
                    {"logprobs", r.sampling.logprobs ? ChatLogprobs(c.logprobs) : Json(nullptr)},
                    {"finish_reason", FinishValue(c.finish_reason)}});
   }
@@ -91,7 +123,10 @@ std::string ChatChunkJson(const PreparedGeneration& r, const GenerationEvent& e,
   Json j = Header(r, "chat.completion.chunk");
   Json delta = Json::object();
   if (first) delta["role"] = "assistant";
-  if (e.kind == GenerationEvent::Kind::kDelta || first) delta["content"] = e.text;
+  const bool structured = !e.reasoning.empty() || !e.tool_calls.empty();
+  if (!e.reasoning.empty()) delta["reasoning_content"] = e.reasoning;
+  if (!e.text.empty() || ((e.kind == GenerationEvent::Kind::kDelta || first) && !structured)) delta["content"] = e.text;
+  if (!e.tool_calls.empty()) delta["tool_calls"] = ToolCallDeltas(e.tool_calls);
   Json choice = {{"index", e.choice},
                  {"delta", delta},
                  {"logprobs", e.logprobs.empty() ? Json(nullptr) : ChatLogprobs(e.logprobs)},
