@@ -204,6 +204,47 @@ TEST(SchedulerTest, StopConditions) {
   EXPECT_EQ(out.Finish("model_len"), FinishReason::kLength);
 }
 
+// min_tokens bans EOS and the stop ids until that many tokens are out; a
+// constraint decides alone (a forced token is taken even if banned).
+TEST(SchedulerTest, MinTokensHoldsOffStopsAndConstraintsSteer) {
+  const auto prompt = MakePrompt(20, 9);
+  const auto ref = Reference(prompt, 10);
+  EngineConfig config = SmallConfig(16);
+  config.eos_token_id = ref[0];  // the greedy first token ends a plain request at once
+  auto t = MakeCore(config);
+  OutputCollector out;
+  ASSERT_TRUE(t.core->AddRequest(MakeRequest("plain", prompt, 10), out.For()).ok());
+  EngineRequest held = MakeRequest("held", prompt, 10);
+  held.sampling.min_tokens = 4;
+  held.sampling.stop_token_ids = {ref[0] + 1};
+  ASSERT_TRUE(t.core->AddRequest(std::move(held), out.For()).ok());
+  // A constraint forcing token 7 three times, then free.
+  struct ForceSeven final : TokenConstraint {
+    bool AllowedNext(std::vector<TokenRange>* allowed) const override {
+      if (taken >= 3) return false;
+      *allowed = {{7, 8}};
+      return true;
+    }
+    void Accept(int32_t) override { ++taken; }
+    int taken = 0;
+  };
+  EngineRequest forced = MakeRequest("forced", prompt, 5);
+  forced.sampling.ignore_eos = true;
+  forced.constraint = std::make_unique<ForceSeven>();
+  ASSERT_TRUE(t.core->AddRequest(std::move(forced), out.For()).ok());
+  RunToCompletion(*t.core);
+  EXPECT_EQ(out.Tokens("plain"), std::vector<int32_t>{ref[0]});
+  const std::vector<int32_t> held_tokens = out.Tokens("held");
+  ASSERT_GE(held_tokens.size(), 4u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_NE(held_tokens[i], ref[0]) << i;
+    EXPECT_NE(held_tokens[i], ref[0] + 1) << i;
+  }
+  const std::vector<int32_t> f = out.Tokens("forced");
+  ASSERT_EQ(f.size(), 5u);
+  EXPECT_EQ(std::vector<int32_t>(f.begin(), f.begin() + 3), (std::vector<int32_t>{7, 7, 7}));
+}
+
 TEST(SchedulerTest, RequestValidation) {
   auto t = MakeCore(SmallConfig(4));  // max_model_len 64
   OutputCollector out;

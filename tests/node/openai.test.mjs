@@ -107,6 +107,10 @@ const MESSAGES = [
   { role: 'system', content: 'You are a helpful assistant.' },
   { role: 'user', content: PROMPT },
 ];
+// The generation prompt opens a thought (<think>), so the demo model's
+// random text would all be reasoning_content; the tests of `content` skip
+// the thought, as OmniServe's clients do.
+const NO_THINK = { chat_template_kwargs: { skip_reasoning: true } };
 
 function checkUsage(usage, maxTokens) {
   assert.ok(usage, 'usage missing');
@@ -119,6 +123,8 @@ function checkUsage(usage, maxTokens) {
 async function chatStream(params) {
   const stream = await client.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } });
   let text = '';
+  let reasoning = '';
+  const calls = [];
   let usage = null;
   let finish = null;
   let usageChunks = 0;
@@ -133,12 +139,22 @@ async function chatStream(params) {
     }
     for (const c of chunk.choices) {
       text += c.delta?.content ?? '';
+      reasoning += c.delta?.reasoning_content ?? '';
+      for (const t of c.delta?.tool_calls ?? []) {
+        if (t.id) {
+          assert.equal(calls[t.index], undefined, `tool call ${t.index} announced twice`);
+          assert.equal(t.type, 'function');
+          calls[t.index] = { id: t.id, name: t.function.name, arguments: '' };
+        }
+        assert.ok(calls[t.index], `tool call delta for unannounced index ${t.index}`);
+        calls[t.index].arguments += t.function?.arguments ?? '';
+      }
       if (c.finish_reason) finish = c.finish_reason;
     }
   }
   assert.equal(usageChunks, 1, 'exactly one usage chunk');
   assert.equal(afterUsage, 0, 'usage comes last');
-  return { text, usage, finish };
+  return { text, reasoning, calls, usage, finish };
 }
 
 async function completionStream(params) {
@@ -157,7 +173,7 @@ async function completionStream(params) {
 }
 
 test('chat completion, not streamed: message, finish reason, usage', async () => {
-  const r = await client.chat.completions.create({ model, messages: MESSAGES, max_tokens: 12, temperature: 0 });
+  const r = await client.chat.completions.create({ model, messages: MESSAGES, max_tokens: 12, temperature: 0, ...NO_THINK });
   assert.equal(r.object, 'chat.completion');
   assert.equal(r.model, model);
   assert.equal(r.choices.length, 1);
@@ -169,7 +185,7 @@ test('chat completion, not streamed: message, finish reason, usage', async () =>
 });
 
 test('chat completion, streamed: same greedy text and usage as not streamed', async () => {
-  const params = { model, messages: MESSAGES, max_tokens: 12, temperature: 0 };
+  const params = { model, messages: MESSAGES, max_tokens: 12, temperature: 0, ...NO_THINK };
   const whole = await client.chat.completions.create(params);
   const streamed = await chatStream(params);
   assert.equal(streamed.text, whole.choices[0].message.content);
@@ -210,18 +226,18 @@ test('stop strings cut the output before the first match, streamed or not', asyn
   const streamed = await completionStream({ ...base, stop: [stop] });
   assert.equal(streamed.text, expected);
   assert.equal(streamed.finish, 'stop');
-  const chatFull = (await client.chat.completions.create({ model, messages: MESSAGES, max_tokens: 32, temperature: 0 }))
+  const chatFull = (await client.chat.completions.create({ model, messages: MESSAGES, max_tokens: 32, temperature: 0, ...NO_THINK }))
     .choices[0].message.content;
   if (chatFull.trimEnd().length >= 6) {
     const s = chatFull.slice(Math.floor(chatFull.trimEnd().length / 2)).slice(0, 2);
-    const chatStopped = await client.chat.completions.create({ model, messages: MESSAGES, max_tokens: 32, temperature: 0, stop: s });
+    const chatStopped = await client.chat.completions.create({ model, messages: MESSAGES, max_tokens: 32, temperature: 0, stop: s, ...NO_THINK });
     assert.equal(chatStopped.choices[0].message.content, chatFull.slice(0, chatFull.indexOf(s)));
     assert.equal(chatStopped.choices[0].finish_reason, 'stop');
   }
 });
 
 test('the same seed at temperature 0.8 gives the same text', async () => {
-  const chat = { model, messages: MESSAGES, max_tokens: 16, temperature: 0.8, seed: 1234 };
+  const chat = { model, messages: MESSAGES, max_tokens: 16, temperature: 0.8, seed: 1234, ...NO_THINK };
   const a = await client.chat.completions.create(chat);
   const b = await client.chat.completions.create(chat);
   assert.equal(a.choices[0].message.content, b.choices[0].message.content);
@@ -235,7 +251,7 @@ test('the same seed at temperature 0.8 gives the same text', async () => {
 
 test('chat logprobs: one entry per token, top_logprobs sorted, greedy picks the top', async () => {
   const r = await client.chat.completions.create({
-    model, messages: MESSAGES, max_tokens: 6, temperature: 0, logprobs: true, top_logprobs: 3,
+    model, messages: MESSAGES, max_tokens: 6, temperature: 0, logprobs: true, top_logprobs: 3, ...NO_THINK,
   });
   const content = r.choices[0].logprobs?.content;
   assert.ok(Array.isArray(content), 'choices[0].logprobs.content missing');
@@ -298,6 +314,173 @@ test('bad sampling parameters raise BadRequestError (400) and the server keeps s
     (e) => e instanceof OpenAI.BadRequestError && e.status === 400);
   const ok = await client.chat.completions.create({ model, messages: MESSAGES, max_tokens: 2 });
   assert.equal(ok.choices.length, 1);
+});
+
+// ---- Structured output (issue 14). The demo model's weights are random:
+// structure comes only from what any user can ask for (thinking_token_budget,
+// a named tool_choice, seeds), never from special-casing the demo model.
+
+const BOOKING_TOOL = {
+  type: 'function',
+  function: {
+    name: 'book_table',
+    description: '식당 예약 (book a table)',
+    parameters: {
+      type: 'object',
+      properties: {
+        guests: { type: 'integer', description: 'how many people' },
+        outdoor: { type: 'boolean' },
+        name: { type: 'string' },
+      },
+      required: ['guests', 'outdoor', 'name'],
+    },
+  },
+};
+const IMAGE_TOOL = {
+  type: 'function',
+  function: {
+    name: 't2i_model_generation',
+    description: 'Generates an image from discrete image tokens.',
+    parameters: {
+      type: 'object',
+      properties: { discrete_image_token: { type: 'string' } },
+      required: ['discrete_image_token'],
+    },
+  },
+};
+
+function checkBookingArguments(text) {
+  const args = JSON.parse(text);
+  assert.ok(Number.isInteger(args.guests), `guests ${JSON.stringify(args.guests)} is not an integer`);
+  assert.equal(typeof args.outdoor, 'boolean');
+  assert.equal(typeof args.name, 'string');
+  assert.deepEqual(Object.keys(args), ['guests', 'outdoor', 'name']);
+  return args;
+}
+
+test('reasoning: the thought is reasoning_content, closed by thinking_token_budget, same streamed', async () => {
+  const budget = 5;
+  const params = {
+    model, messages: MESSAGES, max_tokens: 24, temperature: 0, thinking_token_budget: budget, logprobs: true,
+  };
+  const r = await client.chat.completions.create(params);
+  const m = r.choices[0].message;
+  assert.equal(typeof m.reasoning_content, 'string');
+  assert.ok(m.reasoning_content.length > 0, 'empty reasoning_content');
+  // The tokens: at most `budget` thought tokens, then </think>.
+  const tokens = r.choices[0].logprobs.content.map((e) => e.token);
+  const end = tokens.indexOf('</think>');
+  assert.ok(end >= 0 && end <= budget, `</think> at ${end} in ${JSON.stringify(tokens)}`);
+  const bytes = r.choices[0].logprobs.content.slice(0, end).flatMap((e) => e.bytes);
+  assert.equal(m.reasoning_content, Buffer.from(bytes).toString('utf8'));
+  assert.ok(!m.content.includes('</think>'));
+  const streamed = await chatStream(params);
+  assert.equal(streamed.reasoning, m.reasoning_content);
+  assert.equal(streamed.text, m.content);
+  // Without a budget the random thought runs to max_tokens: all reasoning.
+  const open = await client.chat.completions.create({ model, messages: MESSAGES, max_tokens: 8, temperature: 0 });
+  assert.equal(open.choices[0].finish_reason, 'length');
+  assert.ok(open.choices[0].message.reasoning_content.length > 0);
+  assert.equal(open.choices[0].message.content, '');
+  // skip_reasoning: no thought at all.
+  const skipped = await client.chat.completions.create({ model, messages: MESSAGES, max_tokens: 8, temperature: 0, ...NO_THINK });
+  assert.equal(skipped.choices[0].message.reasoning_content, null);
+});
+
+test('a named tool_choice returns typed JSON arguments, streamed and not', async () => {
+  for (const extra of [NO_THINK, { thinking_token_budget: 3 }]) {
+    const params = {
+      model, messages: [{ role: 'user', content: '4명 예약해 줘 (book for four)' }], tools: [BOOKING_TOOL],
+      tool_choice: { type: 'function', function: { name: 'book_table' } }, max_tokens: 400, temperature: 0.7, seed: 7,
+      ...extra,
+    };
+    const r = await client.chat.completions.create(params);
+    const c = r.choices[0];
+    assert.equal(c.finish_reason, 'tool_calls', JSON.stringify(c));
+    assert.equal(c.message.tool_calls.length, 1);
+    const call = c.message.tool_calls[0];
+    assert.equal(call.type, 'function');
+    assert.equal(call.function.name, 'book_table');
+    assert.match(call.id, /^chatcmpl-tool-/);
+    checkBookingArguments(call.function.arguments);
+    const s = await chatStream(params);
+    assert.equal(s.finish, 'tool_calls');
+    assert.equal(s.calls.length, 1);
+    assert.equal(s.calls[0].name, 'book_table');
+    // The same seed: the streamed fragments join to the same arguments.
+    assert.equal(s.calls[0].arguments, call.function.arguments);
+    checkBookingArguments(s.calls[0].arguments);
+  }
+});
+
+test('tool_choice required calls one of the tools; none calls none', async () => {
+  const base = { model, messages: MESSAGES, tools: [BOOKING_TOOL, IMAGE_TOOL], max_tokens: 900, temperature: 0.7, ...NO_THINK };
+  const r = await client.chat.completions.create({ ...base, tool_choice: 'required', seed: 3 });
+  assert.equal(r.choices[0].finish_reason, 'tool_calls');
+  assert.equal(r.choices[0].message.tool_calls.length, 1);
+  assert.ok(['book_table', 't2i_model_generation'].includes(r.choices[0].message.tool_calls[0].function.name));
+  const none = await client.chat.completions.create({ ...base, tool_choice: 'none', max_tokens: 32, seed: 3 });
+  assert.deepEqual(none.choices[0].message.tool_calls, []);
+  assert.notEqual(none.choices[0].finish_reason, 'tool_calls');
+  await assert.rejects(
+    client.chat.completions.create({ ...base, tool_choice: { type: 'function', function: { name: 'nope' } } }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'tool_choice.function.name');
+});
+
+test('a named t2i_model_generation call carries a complete image block', async () => {
+  const params = {
+    model, messages: [{ role: 'user', content: 'Draw a cat.' }], tools: [IMAGE_TOOL],
+    tool_choice: { type: 'function', function: { name: 't2i_model_generation' } }, max_tokens: 1000, temperature: 1.0,
+    seed: 11, ...NO_THINK,
+  };
+  for (const streamed of [false, true]) {
+    let args;
+    if (streamed) {
+      const s = await chatStream(params);
+      assert.equal(s.finish, 'tool_calls');
+      args = JSON.parse(s.calls[0].arguments);
+    } else {
+      const r = await client.chat.completions.create(params);
+      assert.equal(r.choices[0].finish_reason, 'tool_calls');
+      args = JSON.parse(r.choices[0].message.tool_calls[0].function.arguments);
+    }
+    const block = args.discrete_image_token;
+    assert.match(block, /^<\|discrete_image_start\|><\|vision_ratio_\d+:\d+\|><\|vision_token\|>/);
+    assert.match(block, /<\|vision_eof\|><\|discrete_image_end\|>$/);
+    assert.equal((block.match(/<\|vision\d+\|>/g) ?? []).length, 729);
+    assert.equal((block.match(/<\|vision_eol\|>/g) ?? []).length, 27);
+    // Each row: 27 codes then the end of the row.
+    const rows = block.split('<|vision_eol|>').slice(0, 27);
+    for (const row of rows) assert.equal((row.match(/<\|vision\d+\|>/g) ?? []).length, 27);
+  }
+});
+
+test('logit_bias steers the choice, cache_salt keeps caches apart, min_tokens is checked', async () => {
+  // A +100 bias makes one token the greedy choice every time.
+  const tok = await (await fetch(`${baseURL.replace(/\/v1$/, '')}/tokenize`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, prompt: ' fox' }),
+  })).json();
+  const id = tok.tokens[tok.tokens.length - 1];
+  const biased = await client.completions.create({
+    model, prompt: PROMPT, max_tokens: 4, temperature: 0, logit_bias: { [id]: 100 }, logprobs: 0,
+  });
+  const one = (await fetch(`${baseURL.replace(/\/v1$/, '')}/detokenize`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, tokens: [id] }),
+  }).then((r) => r.json())).prompt;
+  assert.deepEqual(biased.choices[0].logprobs.tokens, [one, one, one, one]);
+  // Same prompt, new salt: no cached prefix; the same salt again: cached.
+  const long = [{ role: 'user', content: `${PROMPT} ${PROMPT} ${PROMPT} ${PROMPT}` }];
+  const first = await client.chat.completions.create({ model, messages: long, max_tokens: 1, cache_salt: 'tenant-a' });
+  const other = await client.chat.completions.create({ model, messages: long, max_tokens: 1, cache_salt: 'tenant-b' });
+  const again = await client.chat.completions.create({ model, messages: long, max_tokens: 1, cache_salt: 'tenant-a' });
+  assert.equal(other.usage.prompt_tokens_details.cached_tokens, 0);
+  assert.ok(again.usage.prompt_tokens_details.cached_tokens > 0, JSON.stringify(again.usage));
+  assert.ok(first.usage.prompt_tokens > 16);
+  await assert.rejects(
+    client.chat.completions.create({ model, messages: MESSAGES, max_tokens: 2, min_tokens: 3 }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'min_tokens');
+  const min = await client.chat.completions.create({ model, messages: MESSAGES, max_tokens: 6, min_tokens: 6, ...NO_THINK });
+  assert.equal(min.usage.completion_tokens, 6);
 });
 
 test('SIGTERM stops the server with exit code 0', async () => {
