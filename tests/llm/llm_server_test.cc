@@ -139,11 +139,14 @@ TestServer& Shared() {
   return *s;
 }
 
+// The thought is skipped: the demo model's random text would otherwise all be
+// reasoning_content, and these tests look at `content`.
 Json Chat(const std::string& text, int max_tokens, Json extra = Json::object()) {
   Json j = {{"model", "demo-llm"},
             {"messages", {{{"role", "user"}, {"content", text}}}},
             {"max_tokens", max_tokens},
-            {"temperature", 0}};
+            {"temperature", 0},
+            {"chat_template_kwargs", {{"skip_reasoning", true}}}};
   for (auto& [k, v] : extra.items()) j[k] = v;
   return j;
 }
@@ -186,7 +189,9 @@ TEST(LlmServer, ChatNonStreamAndStreamAgreeWithUsage) {
   EXPECT_EQ(a["choices"][0]["message"]["role"], "assistant");
   EXPECT_EQ(a["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(a["usage"]["completion_tokens"], 12);
-  Json tok = s.PostJson("/tokenize", {{"model", "demo-llm"}, {"messages", {{{"role", "user"}, {"content", "Tell me a story"}}}}});
+  Json tok = s.PostJson("/tokenize", {{"model", "demo-llm"},
+                                      {"messages", {{{"role", "user"}, {"content", "Tell me a story"}}}},
+                                      {"chat_template_kwargs", {{"skip_reasoning", true}}}});
   EXPECT_EQ(a["usage"]["prompt_tokens"], tok["count"]);
   EXPECT_EQ(a["usage"]["total_tokens"].get<int>(), tok["count"].get<int>() + 12);
 
@@ -243,8 +248,13 @@ TEST(LlmServer, StopStringsTruncate) {
   Json body = Chat("Say something", 24, {{"ignore_eos", true}});
   std::string full = s.PostJson("/v1/chat/completions", body)["choices"][0]["message"]["content"];
   ASSERT_GE(full.size(), 6u);
-  // A stop string taken from the middle of the greedy answer.
-  std::string stop = full.substr(3, 2);
+  // A stop string taken from the middle of the greedy answer, whole characters.
+  auto boundary = [&](size_t at) {
+    while (at < full.size() && (static_cast<unsigned char>(full[at]) & 0xC0) == 0x80) ++at;
+    return at;
+  };
+  const size_t from = boundary(3);
+  std::string stop = full.substr(from, boundary(from + 2) - from);
   std::string expected = full.substr(0, full.find(stop));
   body["stop"] = {stop};
   Json r = s.PostJson("/v1/chat/completions", body);
