@@ -1,0 +1,112 @@
+// The structured-output fields of chat requests: tool_choice, the typed tool
+// parameters, thinking_token_budget, logit_bias, min_tokens, cache_salt, and
+// the one serializer of tool JSON in prompts (the template's tojson:
+// ensure_ascii=False, Python separators).
+#include "api/openai/openai_parse.h"
+
+#include <gtest/gtest.h>
+
+#include "api/openai/python_json.h"
+
+namespace omni::openai {
+namespace {
+
+constexpr const char* kTools = R"("tools":[{"type":"function","function":{"name":"book","description":"예약",
+  "parameters":{"type":"object","properties":{"guests":{"type":"integer"},"outdoor":{"type":"boolean"},
+  "meal":{"type":"string","enum":["lunch","dinner"]},"price":{"type":"number"},"extra":{}},"required":["guests"]}}}])";
+
+std::string Chat(const std::string& extra) {
+  return R"({"messages":[{"role":"user","content":"hi"}],)" + std::string(kTools) + (extra.empty() ? "" : "," + extra) + "}";
+}
+
+TEST(OpenAiParseTest, ToolParametersAreTypedInSchemaOrder) {
+  StatusOr<ChatRequest> r = ParseChatRequest(Chat(""));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->tool_specs.size(), 1u);
+  const ToolSpec& t = r->tool_specs[0];
+  EXPECT_EQ(t.name, "book");
+  ASSERT_EQ(t.parameters.size(), 5u);
+  EXPECT_EQ(t.parameters[0].name, "guests");
+  EXPECT_EQ(t.parameters[0].type, ParamType::kInteger);
+  EXPECT_TRUE(t.parameters[0].required);
+  EXPECT_EQ(t.parameters[1].type, ParamType::kBoolean);
+  EXPECT_FALSE(t.parameters[1].required);
+  EXPECT_EQ(t.parameters[2].enum_values, (std::vector<std::string>{"lunch", "dinner"}));
+  EXPECT_EQ(t.parameters[3].type, ParamType::kNumber);
+  EXPECT_EQ(t.parameters[4].type, ParamType::kAny);
+  EXPECT_EQ(t.Find("price"), &t.parameters[3]);
+  EXPECT_EQ(t.Find("nope"), nullptr);
+  // The prompt's copy of the schema: Python separators, Korean as is.
+  EXPECT_NE(r->tools[0].parameters_json.find(R"({"type": "object", "properties": {"guests": {"type": "integer"})"),
+            std::string::npos);
+  EXPECT_EQ(r->tools[0].description, "예약");
+  EXPECT_EQ(r->tool_choice.mode, ToolChoice::Mode::kAuto);
+}
+
+TEST(OpenAiParseTest, ToolChoiceForms) {
+  EXPECT_EQ(ParseChatRequest(Chat(R"("tool_choice":"none")"))->tool_choice.mode, ToolChoice::Mode::kNone);
+  EXPECT_EQ(ParseChatRequest(Chat(R"("tool_choice":"required")"))->tool_choice.mode, ToolChoice::Mode::kRequired);
+  StatusOr<ChatRequest> named = ParseChatRequest(Chat(R"("tool_choice":{"type":"function","function":{"name":"book"}})"));
+  ASSERT_TRUE(named.ok());
+  EXPECT_EQ(named->tool_choice.mode, ToolChoice::Mode::kNamed);
+  EXPECT_EQ(named->tool_choice.name, "book");
+  struct Bad {
+    std::string body, param;
+  };
+  const std::vector<Bad> bad = {
+      {Chat(R"("tool_choice":"sometimes")"), "tool_choice"},
+      {Chat(R"("tool_choice":3)"), "tool_choice"},
+      {Chat(R"("tool_choice":{"type":"function","function":{"name":"other"}})"), "tool_choice.function.name"},
+      {Chat(R"("tool_choice":{"type":"function"})"), "tool_choice.function"},
+      {R"({"messages":[{"role":"user","content":"hi"}],"tool_choice":"required"})", "tool_choice"},
+      {R"({"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"a"}},
+          {"type":"function","function":{"name":"a"}}]})", "tools[1].function.name"},
+      {R"({"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"a",
+          "parameters":{"properties":{"x":{"enum":[]}}}}}]})", "tools[0].function.parameters.properties.x.enum"},
+  };
+  for (const Bad& b : bad) {
+    StatusOr<ChatRequest> r = ParseChatRequest(b.body);
+    ASSERT_FALSE(r.ok()) << b.body;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(r.status().param(), b.param) << r.status().ToString();
+  }
+}
+
+TEST(OpenAiParseTest, BudgetBiasMinTokensAndSalt) {
+  StatusOr<ChatRequest> r = ParseChatRequest(
+      Chat(R"("thinking_token_budget":12,"logit_bias":{"5":-100,"17":2.5},"min_tokens":3,"cache_salt":"tenant-7")"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->thinking_token_budget, 12);
+  const auto& bias = r->options.sampling.logit_bias;
+  ASSERT_EQ(bias.size(), 2u);
+  EXPECT_EQ(bias[0], (std::pair<int32_t, float>{5, -100.0f}));
+  EXPECT_EQ(bias[1], (std::pair<int32_t, float>{17, 2.5f}));
+  EXPECT_EQ(r->options.sampling.min_tokens, 3);
+  EXPECT_EQ(r->options.cache_salt, "tenant-7");
+  EXPECT_FALSE(ParseChatRequest(Chat("")).value().thinking_token_budget.has_value());
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {R"("thinking_token_budget":-1)", "thinking_token_budget"},
+      {R"("thinking_token_budget":"x")", "thinking_token_budget"},
+      {R"("logit_bias":{"abc":1})", "logit_bias"},
+      {R"("logit_bias":{"-4":1})", "logit_bias"},
+      {R"("logit_bias":{"4":"up"})", "logit_bias.4"},
+      {R"("logit_bias":[1])", "logit_bias"},
+      {R"("min_tokens":-2)", "min_tokens"},
+      {R"("cache_salt":"")", "cache_salt"},
+      {R"("cache_salt":5)", "cache_salt"},
+  };
+  for (const auto& [extra, param] : bad) {
+    StatusOr<ChatRequest> b = ParseChatRequest(Chat(extra));
+    ASSERT_FALSE(b.ok()) << extra;
+    EXPECT_EQ(b.status().param(), param) << extra << ": " << b.status().ToString();
+  }
+}
+
+TEST(OpenAiParseTest, ToolJsonIsWrittenAsTheTemplatesTojson) {
+  // json.dumps(x, ensure_ascii=False) of the same value, written by hand.
+  const nlohmann::ordered_json v = nlohmann::ordered_json::parse(R"({"city":"서울","n":[1,2.5,true,null],"q":"a\"b\n"})");
+  EXPECT_EQ(PythonJsonDumps(v), "{\"city\": \"서울\", \"n\": [1, 2.5, true, null], \"q\": \"a\\\"b\\n\"}");
+}
+
+}  // namespace
+}  // namespace omni::openai
