@@ -4,6 +4,8 @@
 #include <mutex>
 
 #include "core/log.h"
+#include "net/sse.h"
+#include "services/gateway/sse_event_framer.h"
 
 namespace omni::gateway {
 namespace {
@@ -49,13 +51,16 @@ struct GatewayHttpAdapter::Call {
   RoutedRequest routed;
   bool responded = false;  // bytes went to the client: no retry possible
   bool streaming = false;
+  bool event_stream = false;  // streaming text/event-stream, relayed through `events`
   int status = 0;
   HttpHeaders headers;
   std::string body;  // a plain response, sent whole when complete
+  SseEventFramer events;
 
   std::mutex mu;
   std::shared_ptr<HttpCallHandle> upstream;  // guarded by mu
   bool client_gone = false;                  // guarded by mu
+  bool shutting_down = false;                // guarded by mu
 };
 
 GatewayHttpAdapter::GatewayHttpAdapter(GatewayService& service, HttpClient& client, EndpointPoller& poller,
@@ -71,6 +76,10 @@ GatewayHttpAdapter::GatewayHttpAdapter(GatewayService& service, HttpClient& clie
   auto& retries = metrics.AddCounter("gateway_retries_total", "Requests moved to another endpoint.", {"pool"});
   auto& prefix = metrics.AddHistogram("gateway_prefix_score", "Prefix score of the chosen endpoint.", {"pool"},
                                       ScoreBuckets());
+  auto& midstream = metrics.AddCounter(
+      "gateway_midstream_failures_total",
+      "Proxied responses that ended early after bytes went to the client, by cause (upstream, shutdown).",
+      {"pool", "endpoint", "cause"});
   rejected_ = &requests.WithLabels({"", "", "rejected"});
   for (const auto& pool : service.pools()) {
     const std::string& name = pool->config.name;
@@ -83,7 +92,9 @@ GatewayHttpAdapter::GatewayHttpAdapter(GatewayService& service, HttpClient& clie
                           &requests.WithLabels({name, address, "upstream_error"}),
                           &requests.WithLabels({name, address, "retried"}),
                           &requests.WithLabels({name, address, "error"}),
-                          &requests.WithLabels({name, address, "client_gone"})});
+                          &requests.WithLabels({name, address, "client_gone"}),
+                          &midstream.WithLabels({name, address, "upstream"}),
+                          &midstream.WithLabels({name, address, "shutdown"})});
     }
   }
 }
@@ -100,6 +111,30 @@ void GatewayHttpAdapter::RegisterRoutes(HttpServer& server) {
   server.RouteInline(HttpMethod::kGet, "/debug/endpoints",
                      [this](const HttpRequest&) { return JsonResponse(200, service_.DebugJson()); });
   server.SetHealthCheck([this] { return service_.Health(); });
+  server.SetDrainDeadlineHook([this] { StopForShutdown(); });
+}
+
+void GatewayHttpAdapter::StopForShutdown() {
+  std::vector<std::shared_ptr<Call>> calls;
+  {
+    std::lock_guard lock(live_mu_);
+    shutting_down_ = true;
+    for (const auto& [raw, weak] : live_) {
+      if (auto c = weak.lock()) calls.push_back(std::move(c));
+    }
+  }
+  OMNI_LOG(kInfo, "gateway: drain deadline: stopping {} proxied requests", calls.size());
+  for (const auto& c : calls) {
+    std::lock_guard lock(c->mu);
+    c->shutting_down = true;
+    // Done then runs on the client's io thread with Cancelled.
+    if (c->upstream != nullptr) c->upstream->Cancel();
+  }
+}
+
+void GatewayHttpAdapter::Forget(const Call& call) {
+  std::lock_guard lock(live_mu_);
+  live_.erase(&call);
 }
 
 void GatewayHttpAdapter::Proxy(HttpRequest request, std::shared_ptr<ResponseWriter> writer) {
@@ -119,6 +154,12 @@ void GatewayHttpAdapter::Proxy(HttpRequest request, std::shared_ptr<ResponseWrit
   call->writer = std::move(writer);
   call->routed = std::move(routed).value();
   std::weak_ptr<Call> weak = call;
+  {
+    std::lock_guard lock(live_mu_);
+    live_.emplace(call.get(), weak);
+    // Arrived after the drain-deadline hook ran: Attempt cancels it at once.
+    if (shutting_down_) call->shutting_down = true;
+  }
   call->writer->OnClientGone([weak] {
     auto c = weak.lock();
     if (c == nullptr) return;
@@ -148,6 +189,7 @@ void GatewayHttpAdapter::Attempt(const std::shared_ptr<Call>& call) {
     const bool sse = headers.GetOr("content-type", "").starts_with("text/event-stream");
     if (!sse && headers.Has("content-length")) return true;  // small and whole: send at the end
     call->streaming = true;
+    call->event_stream = sse;
     call->responded = true;
     return call->writer->StartStream(status, call->headers);
   };
@@ -156,30 +198,52 @@ void GatewayHttpAdapter::Attempt(const std::shared_ptr<Call>& call) {
       call->body.append(chunk);
       return true;
     }
+    if (call->event_stream) {
+      // Whole events only, so a cut stream can still end on an event boundary.
+      std::string_view whole = call->events.Feed(chunk);
+      return whole.empty() || call->writer->Write(whole);
+    }
     return call->writer->Write(chunk);
   };
   auto handle = client_.StreamAsync(std::move(upstream), std::move(callbacks),
                                     [this, call](StatusOr<int> status) { Done(call, std::move(status)); });
   std::lock_guard lock(call->mu);
   call->upstream = std::move(handle);
-  if (call->client_gone) call->upstream->Cancel();
+  if (call->client_gone || call->shutting_down) call->upstream->Cancel();
+}
+
+void GatewayHttpAdapter::EndEventStream(Call& call, const Status& error) {
+  ResponseWriter& w = *call.writer;
+  // The held partial event, if any, is dropped; the prefix is non-empty
+  // only if an oversized event was already going out.
+  std::string_view close = call.events.CloseEventPrefix();
+  if (!close.empty()) w.Write(close);
+  // The LLM server's own shape for a stream it cannot finish (llm_http.cc).
+  w.WriteSseEvent(error.ToOpenAiJson());
+  w.WriteSseEvent("[DONE]");
+  w.Finish();
 }
 
 void GatewayHttpAdapter::Done(const std::shared_ptr<Call>& call, StatusOr<int> status) {
   PoolState& pool = *call->routed.pool;
   const int endpoint = call->routed.decision.chosen;
   const std::string& address = pool.router->address(endpoint);
-  AttemptEnd end{.status = std::move(status), .responded = call->responded};
+  AttemptEnd end{.status = std::move(status), .responded = call->responded, .event_stream = call->event_stream};
   {
     std::lock_guard lock(call->mu);
     end.client_gone = call->client_gone;
+    end.shutting_down = call->shutting_down;
   }
   AttemptVerdict v = service_.OnAttemptEnd(call->routed, end);
   if (v.connect_failed) poller_.ReportConnectFailure(pool, endpoint);
   Outcomes& outcomes = OutcomesOf(pool, endpoint);
+  if (v.action != AttemptVerdict::Action::kRetry) Forget(*call);
   switch (v.action) {
     case AttemptVerdict::Action::kDeliver:
       if (call->streaming) {
+        // An upstream that ends its last event without a blank line: relay
+        // those bytes as they are.
+        if (std::string rest = call->events.TakeHeld(); !rest.empty()) call->writer->Write(rest);
         call->writer->Finish();
       } else {
         call->writer->Send(
@@ -196,15 +260,28 @@ void GatewayHttpAdapter::Done(const std::shared_ptr<Call>& call, StatusOr<int> s
       outcomes.retried->Inc();
       retries_.at(&pool)->Inc();
       call->body.clear();
+      call->events = SseEventFramer();
       Attempt(call);
       return;
     case AttemptVerdict::Action::kFail:
       outcomes.error->Inc();
       OMNI_LOG(kWarn, "gateway: request {} to {} failed: {}", call->request.request_id, address,
-               end.status.status().message());
-      // After bytes went out the writer is dropped mid-stream: the client
-      // sees a truncated stream, not a clean end.
-      if (!call->responded) call->writer->Send(ErrorResponse(v.error));
+               v.shutdown ? v.error.message() : end.status.status().message());
+      call->writer->Send(ErrorResponse(v.error));
+      return;
+    case AttemptVerdict::Action::kEndStream:
+    case AttemptVerdict::Action::kCut:
+      outcomes.error->Inc();
+      (v.shutdown ? outcomes.midstream_shutdown : outcomes.midstream_upstream)->Inc();
+      OMNI_LOG(kWarn, "gateway: request {}: {}", call->request.request_id, v.error.message());
+      if (v.action == AttemptVerdict::Action::kEndStream) {
+        EndEventStream(*call, v.error);
+      } else {
+        // Dropping the writer mid-stream (with the last reference to the
+        // call, when this returns) closes the connection without the last
+        // chunk: the client sees an incomplete message.
+        call->writer.reset();
+      }
       return;
   }
 }

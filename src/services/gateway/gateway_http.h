@@ -3,11 +3,16 @@
 //
 // Proxying: the request body is buffered (body-based routing needs `model`,
 // and a retry needs the body again); the response streams through as it
-// arrives (SSE chunk by chunk) unless it is a plain JSON answer with a
+// arrives (SSE event by event) unless it is a plain JSON answer with a
 // Content-Length, which is sent whole. If the chosen endpoint cannot be
 // reached or fails before any response byte reached the client, the request
 // is retried on the next-ranked endpoint (up to max_attempts), and the
-// failed endpoint is ejected until its health check passes. A client that
+// failed endpoint is ejected until its health check passes. A failure after
+// that ends an SSE stream with an OpenAI error event and `data: [DONE]` at
+// an event boundary (SseEventFramer holds back partial events for this), and
+// cuts any other body without its last chunk (GatewayService::OnAttemptEnd
+// decides). At the server's drain deadline the calls still running are
+// ended the same way, with code server_shutdown. A client that
 // disconnects cancels the upstream request, which closes its connection, so
 // the LLM server aborts the generation.
 //
@@ -20,6 +25,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -46,12 +52,20 @@ class GatewayHttpAdapter {
     Counter* retried;
     Counter* error;
     Counter* client_gone;
+    Counter* midstream_upstream;  // gateway_midstream_failures_total, cause="upstream"
+    Counter* midstream_shutdown;  // cause="shutdown"
   };
 
   Outcomes& OutcomesOf(const PoolState& pool, int endpoint) { return outcomes_.at(&pool)[endpoint]; }
   void Proxy(HttpRequest request, std::shared_ptr<ResponseWriter> writer);
   void Attempt(const std::shared_ptr<Call>& call);
   void Done(const std::shared_ptr<Call>& call, StatusOr<int> status);
+  // Executes kEndStream: the error event and [DONE] after the last whole event.
+  static void EndEventStream(Call& call, const Status& error);
+  // The drain-deadline hook: cancels every running upstream call, so that
+  // each ends through Done with AttemptEnd::shutting_down.
+  void StopForShutdown();
+  void Forget(const Call& call);
 
   GatewayService& service_;
   HttpClient& client_;
@@ -61,6 +75,11 @@ class GatewayHttpAdapter {
   std::unordered_map<const PoolState*, Counter*> retries_;                // read-only after construction
   std::unordered_map<const PoolState*, Histogram*> prefix_score_;         // read-only after construction
   Histogram& pick_seconds_;
+
+  std::mutex live_mu_;
+  // Proxied requests not yet ended, for the drain-deadline hook.
+  std::unordered_map<const Call*, std::weak_ptr<Call>> live_;  // guarded by live_mu_
+  bool shutting_down_ = false;                                 // guarded by live_mu_
 };
 
 }  // namespace omni::gateway

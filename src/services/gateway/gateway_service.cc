@@ -150,7 +150,19 @@ AttemptVerdict GatewayService::OnAttemptEnd(RoutedRequest& routed, const Attempt
     v.action = AttemptVerdict::Action::kClientGone;
     return v;
   }
-  const Status& failure = end.status.status();
+  const Status failure = end.status.status();
+  const std::string& address = pool.router->address(decision.chosen);
+  if (end.shutting_down) {
+    pool.router->Finish(decision.chosen, decision.kv_tokens);
+    v.shutdown = true;
+    v.action = !end.responded ? AttemptVerdict::Action::kFail
+               : end.event_stream ? AttemptVerdict::Action::kEndStream
+                                  : AttemptVerdict::Action::kCut;
+    v.error = Unavailable("the gateway is shutting down: the request to upstream " + address +
+                          " was stopped at the drain deadline")
+                  .WithErrorCode("server_shutdown");
+    return v;
+  }
   v.connect_failed = failure.code() == StatusCode::kUnavailable;
   if (v.connect_failed && !end.responded && routed.attempts < options_.max_attempts &&
       routed.next_rank < decision.ranked.size()) {
@@ -160,6 +172,15 @@ AttemptVerdict GatewayService::OnAttemptEnd(RoutedRequest& routed, const Attempt
     return v;
   }
   pool.router->Finish(decision.chosen, decision.kv_tokens);
+  if (end.responded) {
+    // Whatever the cause (reset, close before the last chunk, read timeout,
+    // bad framing), the client already has the status line: the error goes
+    // in the stream, never as a silently short body.
+    v.action = end.event_stream ? AttemptVerdict::Action::kEndStream : AttemptVerdict::Action::kCut;
+    v.error = Unavailable("upstream " + address + " failed mid-stream: " + failure.message())
+                  .WithErrorCode("upstream_failed");
+    return v;
+  }
   v.action = AttemptVerdict::Action::kFail;
   v.error = failure.code() == StatusCode::kDeadlineExceeded
                 ? DeadlineExceeded("pool " + pool.config.name + " did not answer in time: " + std::string(failure.message()))

@@ -51,7 +51,9 @@ struct RoutedRequest {
 struct AttemptEnd {
   StatusOr<int> status;    // the upstream's HTTP status, or why there is none
   bool client_gone = false;
-  bool responded = false;  // bytes already went to the client: no retry possible
+  bool responded = false;     // bytes already went to the client: no retry possible
+  bool event_stream = false;  // the response going out is text/event-stream
+  bool shutting_down = false;  // the gateway's drain deadline ended the attempt
 };
 
 // What the adapter does next. The router's side (Finish, Retarget) is
@@ -61,11 +63,20 @@ struct AttemptVerdict {
     kDeliver,     // the upstream answered: relay its status (ok, or upstream_error for >= 500)
     kClientGone,  // nothing to send
     kRetry,       // attempt again, on routed.decision.chosen (already retargeted)
-    kFail,        // send `error` if nothing was sent yet; else the stream is cut
+    kFail,        // nothing was sent yet: answer `error`
+    // An event stream was under way: end it at an event boundary with
+    // `error` as an OpenAI error event, then `data: [DONE]`, then the last
+    // chunk, as the LLM server ends a stream it cannot finish.
+    kEndStream,
+    // Another streamed body was under way: close the connection without the
+    // last chunk, so the client sees an incomplete message, never a
+    // complete one.
+    kCut,
   };
   Action action = Action::kDeliver;
   bool connect_failed = false;  // report the failed endpoint to the health poller
-  Status error;                 // kFail: the client's error
+  bool shutdown = false;        // the gateway's drain, not the upstream, ended it
+  Status error;                 // kFail, kEndStream: the client's error
 };
 
 class GatewayService {
@@ -81,7 +92,10 @@ class GatewayService {
   // The retry, eject and finish policy for one ended attempt: a request
   // whose endpoint could not be reached, before any byte went to the
   // client, moves to the next ranked endpoint until max_attempts; every
-  // other end finishes the request on its endpoint.
+  // other end finishes the request on its endpoint. A failure after bytes
+  // went out ends an event stream with an error event (code
+  // upstream_failed, or server_shutdown at the drain deadline) and cuts
+  // any other body.
   AttemptVerdict OnAttemptEnd(RoutedRequest& routed, const AttemptEnd& end) const;
 
   // The OpenAI model list of every pool, in config order.

@@ -94,7 +94,7 @@ TEST(GatewayService, NoRetryAfterBytesWentOutOrOnTimeoutOrWhenTheClientLeft) {
   auto g = ThreeEndpoints(clock, 3);
   RoutedRequest r = RouteOne(*g);
   AttemptVerdict v = g->OnAttemptEnd(r, AttemptEnd{.status = Unavailable("reset"), .responded = true});
-  EXPECT_EQ(v.action, AttemptVerdict::Action::kFail);
+  EXPECT_EQ(v.action, AttemptVerdict::Action::kCut);
   EXPECT_TRUE(v.connect_failed);
   EXPECT_EQ(TotalInFlight(r), 0);
 
@@ -108,6 +108,70 @@ TEST(GatewayService, NoRetryAfterBytesWentOutOrOnTimeoutOrWhenTheClientLeft) {
   v = g->OnAttemptEnd(c, AttemptEnd{.status = Cancelled("client left"), .client_gone = true});
   EXPECT_EQ(v.action, AttemptVerdict::Action::kClientGone);
   EXPECT_EQ(TotalInFlight(c), 0);
+}
+
+// Bytes already went out, so there is no retry: an event stream ends with
+// the LLM server's error-event shape, whatever the cause (reset, close
+// before the last chunk, read timeout); any other body is cut.
+TEST(GatewayService, AFailureAfterBytesWentOutEndsAnEventStreamWithAnErrorEvent) {
+  FakeClock clock;
+  auto g = ThreeEndpoints(clock, 3);
+  for (Status cause : {Unavailable("read response body from 127.0.0.1:9: partial message"),
+                       DeadlineExceeded("read response body from 127.0.0.1:9: timeout"),
+                       Internal("bad chunk")}) {
+    RoutedRequest r = RouteOne(*g);
+    const std::string address = r.pool->router->address(r.decision.chosen);
+    AttemptVerdict v =
+        g->OnAttemptEnd(r, AttemptEnd{.status = cause, .responded = true, .event_stream = true});
+    EXPECT_EQ(v.action, AttemptVerdict::Action::kEndStream) << cause.ToString();
+    EXPECT_FALSE(v.shutdown);
+    EXPECT_EQ(v.connect_failed, cause.code() == StatusCode::kUnavailable);  // a dead upstream is ejected
+    EXPECT_EQ(v.error.message(), "upstream " + address + " failed mid-stream: " + cause.message());
+    EXPECT_EQ(v.error.error_code(), "upstream_failed");
+    EXPECT_EQ(v.error.ToOpenAiJson(), R"({"error":{"code":"upstream_failed","message":"upstream )" + address +
+                                          " failed mid-stream: " + cause.message() +
+                                          R"(","param":null,"type":"server_error"}})");
+    EXPECT_EQ(TotalInFlight(r), 0);
+
+    RoutedRequest plain = RouteOne(*g);
+    v = g->OnAttemptEnd(plain, AttemptEnd{.status = cause, .responded = true, .event_stream = false});
+    EXPECT_EQ(v.action, AttemptVerdict::Action::kCut) << cause.ToString();
+    EXPECT_EQ(TotalInFlight(plain), 0);
+  }
+}
+
+TEST(GatewayService, TheDrainDeadlineEndsStreamsWithServerShutdownAndNeverRetries) {
+  FakeClock clock;
+  auto g = ThreeEndpoints(clock, 3);
+  RoutedRequest s = RouteOne(*g);
+  AttemptVerdict v = g->OnAttemptEnd(s, AttemptEnd{.status = Cancelled("request cancelled"), .responded = true,
+                                                   .event_stream = true, .shutting_down = true});
+  EXPECT_EQ(v.action, AttemptVerdict::Action::kEndStream);
+  EXPECT_TRUE(v.shutdown);
+  EXPECT_FALSE(v.connect_failed);  // the endpoint did nothing wrong
+  EXPECT_EQ(v.error.error_code(), "server_shutdown");
+  EXPECT_EQ(OpenAiErrorType(v.error.code()), "server_error");
+  EXPECT_EQ(TotalInFlight(s), 0);
+
+  RoutedRequest plain = RouteOne(*g);
+  v = g->OnAttemptEnd(plain, AttemptEnd{.status = Cancelled("request cancelled"), .responded = true,
+                                        .shutting_down = true});
+  EXPECT_EQ(v.action, AttemptVerdict::Action::kCut);
+
+  // Not answered yet: a 503 with the same code, not a retry elsewhere.
+  RoutedRequest waiting = RouteOne(*g);
+  v = g->OnAttemptEnd(waiting, AttemptEnd{.status = Cancelled("request cancelled"), .shutting_down = true});
+  EXPECT_EQ(v.action, AttemptVerdict::Action::kFail);
+  EXPECT_EQ(v.error.http_status(), 503);
+  EXPECT_EQ(v.error.error_code(), "server_shutdown");
+  EXPECT_EQ(waiting.attempts, 1);
+  EXPECT_EQ(TotalInFlight(waiting), 0);
+
+  // An upstream that finished before the cancel took effect is delivered.
+  RoutedRequest done = RouteOne(*g);
+  v = g->OnAttemptEnd(done, AttemptEnd{.status = 200, .responded = true, .event_stream = true,
+                                       .shutting_down = true});
+  EXPECT_EQ(v.action, AttemptVerdict::Action::kDeliver);
 }
 
 }  // namespace
