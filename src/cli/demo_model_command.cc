@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string_view>
 
-#include "models/demo_model.h"
+#include "models/hyperclovax/demo_model.h"
 #include "text/demo_tokenizer.h"
 #include "text/tokenizer.h"
 

@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "models/demo_model.h"
+#include "models/hyperclovax/demo_model.h"
 #include "modelfile/tensor_object.h"
 #include "net/http_client.h"
 #include "net/http_server.h"

@@ -1,4 +1,4 @@
-#include "models/demo_model.h"
+#include "models/hyperclovax/demo_model.h"
 
 #include <cmath>
 #include <filesystem>

@@ -1,78 +1,28 @@
-#include "models/hyperclovax.h"
+#include "models/hyperclovax/hyperclovax.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <string>
 #include <utility>
 
-#include "models/llm_rope.h"
+#include "models/hyperclovax/llm_rope.h"
+#include "models/layers/attention_paged.h"
+#include "models/layers/mlp.h"
+#include "models/layers/weights.h"
 #include "ops/attention.h"
 #include "ops/elementwise.h"
-#include "ops/norm.h"
 #include "ops/shape_ops.h"
 
 namespace omni::models {
 
 struct HyperClovaxModel::Layer {
-  Tensor input_norm;           // [hidden] f32
-  Tensor post_attention_norm;  // [hidden] f32
-  Tensor post_norm1;           // [hidden] f32, undefined without use_post_norm
-  Tensor post_norm2;
-  ops::Linear qkv_proj;      // q, k, v stacked: [(heads + 2 kv_heads) * head_dim, hidden]
-  ops::Linear o_proj;        // [hidden, heads * head_dim]
-  ops::Linear gate_up_proj;  // gate, up stacked: [2 * intermediate, hidden]
-  ops::Linear down_proj;     // [hidden, intermediate]
+  layers::RmsNorm input_norm;
+  layers::RmsNorm post_attention_norm;
+  layers::RmsNorm post_norm1;  // weight undefined without use_post_norm (Peri-LN)
+  layers::RmsNorm post_norm2;
+  layers::PagedSelfAttention self_attn;
+  layers::GatedMlp mlp;
 };
-
-namespace {
-
-// A weight of the expected shape in any float dtype.
-StatusOr<Tensor> GetWeight(const Checkpoint& ckpt, const std::string& name, const Shape& shape) {
-  OMNI_ASSIGN_OR_RETURN(Tensor t, ckpt.Get(name));
-  if (!IsFloating(t.dtype())) return InvalidArgument(name + ": expected a float tensor, got " + t.DebugString());
-  OMNI_RETURN_IF_ERROR(CheckTensorSpec(t, name, shape, t.dtype()));
-  return t;
-}
-
-Tensor ToBf16(const Tensor& t) { return t.dtype() == DType::kBF16 ? t : t.To(DType::kBF16); }
-
-// Projections whose weights share an input are stacked into one packed
-// Linear: one matmul per block instead of three (or two), which matters most
-// for decode where each call is a GEMV.
-StatusOr<ops::Linear> StackedLinear(const Checkpoint& ckpt, const std::vector<std::string>& names,
-                                    const std::vector<int64_t>& out_sizes, int64_t in, bool bias) {
-  std::vector<Tensor> weights, biases;
-  for (size_t i = 0; i < names.size(); ++i) {
-    OMNI_ASSIGN_OR_RETURN(Tensor w, GetWeight(ckpt, names[i] + ".weight", {out_sizes[i], in}));
-    weights.push_back(ToBf16(w));
-    if (bias) {
-      OMNI_ASSIGN_OR_RETURN(Tensor b, GetWeight(ckpt, names[i] + ".bias", {out_sizes[i]}));
-      biases.push_back(b.To(DType::kF32));
-    }
-  }
-  Tensor w = weights.size() == 1 ? weights[0] : ops::Concat(weights, 0);
-  Tensor b = !bias ? Tensor() : biases.size() == 1 ? biases[0] : ops::Concat(biases, 0);
-  return ops::Linear(w, b);
-}
-
-StatusOr<Tensor> NormWeight(const Checkpoint& ckpt, const std::string& name, int64_t hidden) {
-  OMNI_ASSIGN_OR_RETURN(Tensor w, GetWeight(ckpt, name, {hidden}));
-  return w.To(DType::kF32);
-}
-
-// Columns [begin, begin + count) of a contiguous [T, width] tensor as a
-// [T, count / head_dim, head_dim] view. The view does not keep `t` alive.
-Tensor HeadsView(const Tensor& t, int64_t begin, int64_t count, int64_t head_dim) {
-  auto* base = static_cast<uint8_t*>(t.raw_data()) + begin * DTypeSize(t.dtype());
-  return Tensor::View(base, {t.dim(0), count / head_dim, head_dim}, {t.dim(1), head_dim, 1}, t.dtype());
-}
-
-Tensor ResidualAdd(const Tensor& h, const Tensor& delta, double multiplier) {
-  return ops::Add(h, multiplier == 1.0 ? delta : ops::Scale(delta, static_cast<float>(multiplier)));
-}
-
-}  // namespace
 
 HyperClovaxModel::HyperClovaxModel(LlmConfig config) : config_(std::move(config)) {}
 HyperClovaxModel::~HyperClovaxModel() = default;
@@ -92,45 +42,45 @@ StatusOr<std::unique_ptr<HyperClovaxModel>> HyperClovaxModel::Load(const LlmConf
   }
   std::unique_ptr<HyperClovaxModel> model(new HyperClovaxModel(config));
   OMNI_ASSIGN_OR_RETURN(model->rope_, RopeParamsForConfig(config));
-  model->attention_scale_ = config.attention_multiplier != 0.0
-                                ? static_cast<float>(config.attention_multiplier)
-                                : 1.f / std::sqrt(static_cast<float>(config.head_dim));
   OMNI_RETURN_IF_ERROR(model->LoadWeights(checkpoint).Annotate("loading " + checkpoint.dir()));
   return model;
 }
 
 Status HyperClovaxModel::LoadWeights(const Checkpoint& ckpt) {
   const LlmConfig& c = config_;
-  const int64_t hidden = c.hidden_size, d = c.head_dim;
-  const int64_t q_out = c.num_attention_heads * d, kv_out = c.num_key_value_heads * d;
-  OMNI_ASSIGN_OR_RETURN(embed_tokens_, GetWeight(ckpt, "model.embed_tokens.weight", {c.vocab_size, hidden}));
+  const int64_t hidden = c.hidden_size;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  const layers::PagedAttentionConfig attention{
+      .hidden = hidden,
+      .num_heads = c.num_attention_heads,
+      .num_kv_heads = c.num_key_value_heads,
+      .head_dim = c.head_dim,
+      .bias = c.attention_bias,
+      .scale = static_cast<float>(c.attention_multiplier),  // 0: 1 / sqrt(head_dim)
+  };
+  const layers::GatedMlpConfig mlp{.hidden = hidden, .intermediate = c.intermediate_size, .bias = c.mlp_bias};
+  OMNI_ASSIGN_OR_RETURN(embed_tokens_,
+                        layers::LoadFloatWeight(ckpt, "model.embed_tokens.weight", {c.vocab_size, hidden}));
   if (embed_tokens_.dtype() == DType::kF16) embed_tokens_ = embed_tokens_.To(DType::kBF16);
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     auto layer = std::make_unique<Layer>();
-    OMNI_ASSIGN_OR_RETURN(layer->input_norm, NormWeight(ckpt, p + "input_layernorm.weight", hidden));
-    OMNI_ASSIGN_OR_RETURN(layer->post_attention_norm, NormWeight(ckpt, p + "post_attention_layernorm.weight", hidden));
+    OMNI_ASSIGN_OR_RETURN(layer->input_norm, layers::RmsNorm::Load(ckpt, p + "input_layernorm", hidden, eps));
+    OMNI_ASSIGN_OR_RETURN(layer->post_attention_norm,
+                          layers::RmsNorm::Load(ckpt, p + "post_attention_layernorm", hidden, eps));
     if (c.use_post_norm) {
-      OMNI_ASSIGN_OR_RETURN(layer->post_norm1, NormWeight(ckpt, p + "post_norm1.weight", hidden));
-      OMNI_ASSIGN_OR_RETURN(layer->post_norm2, NormWeight(ckpt, p + "post_norm2.weight", hidden));
+      OMNI_ASSIGN_OR_RETURN(layer->post_norm1, layers::RmsNorm::Load(ckpt, p + "post_norm1", hidden, eps));
+      OMNI_ASSIGN_OR_RETURN(layer->post_norm2, layers::RmsNorm::Load(ckpt, p + "post_norm2", hidden, eps));
     }
-    OMNI_ASSIGN_OR_RETURN(layer->qkv_proj,
-                          StackedLinear(ckpt, {p + "self_attn.q_proj", p + "self_attn.k_proj", p + "self_attn.v_proj"},
-                                        {q_out, kv_out, kv_out}, hidden, c.attention_bias));
-    OMNI_ASSIGN_OR_RETURN(layer->o_proj, StackedLinear(ckpt, {p + "self_attn.o_proj"}, {hidden}, q_out,
-                                                       c.attention_bias));
-    OMNI_ASSIGN_OR_RETURN(layer->gate_up_proj,
-                          StackedLinear(ckpt, {p + "mlp.gate_proj", p + "mlp.up_proj"},
-                                        {c.intermediate_size, c.intermediate_size}, hidden, c.mlp_bias));
-    OMNI_ASSIGN_OR_RETURN(layer->down_proj,
-                          StackedLinear(ckpt, {p + "mlp.down_proj"}, {hidden}, c.intermediate_size, c.mlp_bias));
+    OMNI_ASSIGN_OR_RETURN(layer->self_attn, layers::PagedSelfAttention::Load(ckpt, p + "self_attn", attention));
+    OMNI_ASSIGN_OR_RETURN(layer->mlp, layers::GatedMlp::Load(ckpt, p + "mlp", mlp));
     layers_.push_back(std::move(layer));
   }
-  OMNI_ASSIGN_OR_RETURN(final_norm_, NormWeight(ckpt, "model.norm.weight", hidden));
+  OMNI_ASSIGN_OR_RETURN(final_norm_, layers::RmsNorm::Load(ckpt, "model.norm", hidden, eps));
   if (c.tie_word_embeddings) {
-    lm_head_ = ops::Linear(ToBf16(embed_tokens_));
+    lm_head_ = ops::Linear(layers::ToBf16(embed_tokens_));
   } else {
-    OMNI_ASSIGN_OR_RETURN(lm_head_, StackedLinear(ckpt, {"lm_head"}, {c.vocab_size}, hidden, false));
+    OMNI_ASSIGN_OR_RETURN(lm_head_, layers::LoadLinear(ckpt, "lm_head", c.vocab_size, hidden, false));
   }
   return Status::Ok();
 }
@@ -198,69 +148,34 @@ Tensor HyperClovaxModel::Embed(const ForwardBatch& batch) const {
   return h;
 }
 
-Tensor HyperClovaxModel::AttentionBlock(const Layer& layer, int64_t index, const Tensor& x, const Tensor& positions,
-                                        const ForwardBatch& batch, const KvCacheView& kv) const {
-  const int64_t d = head_dim(), hq = config_.num_attention_heads, hkv = num_kv_heads();
-  const int64_t total = x.dim(0);
-  Tensor qkv = layer.qkv_proj.Forward(x);  // [T, (hq + 2 hkv) * d]; the views below borrow it
-  Tensor q = ops::ApplyRope(HeadsView(qkv, 0, hq * d, d), positions, rope_);         // [T, hq, d]
-  Tensor k = ops::ApplyRope(HeadsView(qkv, hq * d, hkv * d, d), positions, rope_);   // [T, hkv, d]
-  Tensor v = HeadsView(qkv, (hq + hkv) * d, hkv * d, d);                              // [T, hkv, d]
-  const Tensor& k_cache = kv.k[index];
-  const Tensor& v_cache = kv.v[index];
-  std::vector<ops::PagedSequence> sequences;
-  sequences.reserve(batch.sequences.size());
-  int64_t offset = 0;
-  for (const BatchSequence& s : batch.sequences) {
-    const int64_t n = s.num_tokens;
-    WriteKvSlots(k_cache, s.block_table, s.start_position, k.Slice(0, offset, offset + n));
-    WriteKvSlots(v_cache, s.block_table, s.start_position, v.Slice(0, offset, offset + n));
-    sequences.push_back({.num_queries = n, .start_position = s.start_position, .block_table = s.block_table});
-    offset += n;
-  }
-  // Every sequence's whole context is read back from the cache, so a prefix
-  // computed earlier and the tokens of this step are seen alike (same dtype
-  // rounding whether or not the prefix came from a cache hit).
-  q = ops::Cast(q, k_cache.dtype());
-  // [T, hq, d] in the cache dtype, which o_proj reads as is (a bf16 layer
-  // would round f32 to bf16 anyway); its output is f32 for the residual.
-  Tensor out = ops::PagedAttention(q, k_cache, v_cache, sequences, attention_scale_);
-  return layer.o_proj.Forward(out.Reshape({total, hq * d}), DType::kF32);
-}
-
-Tensor HyperClovaxModel::MlpBlock(const Layer& layer, const Tensor& x) const {
-  const int64_t f = config_.intermediate_size;
-  Tensor gate_up = layer.gate_up_proj.Forward(x);  // [T, 2f]
-  // Written in down_proj's compute dtype, which it would round to anyway.
-  Tensor act = ops::SwiGlu(gate_up.Slice(1, 0, f), gate_up.Slice(1, f, 2 * f), layer.down_proj.weight_dtype());
-  return layer.down_proj.Forward(act, x.dtype());
-}
-
 Status HyperClovaxModel::Forward(const ForwardBatch& batch, const KvCacheView& kv, Tensor* logits) const {
   OMNI_RETURN_IF_ERROR(ValidateBatch(batch, kv));
   auto emit = [&](const std::string& name, const Tensor& t) {
     if (batch.on_activation != nullptr) (*batch.on_activation)(name, t);
   };
   const int64_t total = static_cast<int64_t>(batch.token_ids.size());
-  const float eps = static_cast<float>(config_.rms_norm_eps);
+  const double residual = config_.residual_multiplier;
   Tensor positions = Tensor::Empty({total}, DType::kI32);
+  std::vector<ops::PagedSequence> sequences;
+  sequences.reserve(batch.sequences.size());
   int64_t t = 0;
   for (const BatchSequence& s : batch.sequences) {
     for (int64_t i = 0; i < s.num_tokens; ++i) positions.data<int32_t>()[t++] = static_cast<int32_t>(s.start_position + i);
+    sequences.push_back({.num_queries = s.num_tokens, .start_position = s.start_position, .block_table = s.block_table});
   }
+  const layers::PagedAttentionBatch attention_batch{.positions = &positions, .rope = &rope_, .sequences = sequences};
   Tensor h = Embed(batch);  // [T, hidden] f32
   emit("embed", h);
   for (int64_t i = 0; i < num_layers(); ++i) {
     const Layer& layer = *layers_[i];
     const std::string prefix = "layers." + std::to_string(i) + ".";
-    Tensor attn = AttentionBlock(layer, i, ops::RmsNorm(h, layer.input_norm, eps), positions, batch, kv);
-    if (config_.use_post_norm) attn = ops::RmsNorm(attn, layer.post_norm1, eps);
+    Tensor attn = layer.self_attn.Forward(layer.input_norm.Forward(h), attention_batch, kv.k[i], kv.v[i]);
+    if (config_.use_post_norm) attn = layer.post_norm1.Forward(attn);
     emit(prefix + "attn_out", attn);
-    h = ResidualAdd(h, attn, config_.residual_multiplier);
-    Tensor mlp = MlpBlock(layer, ops::RmsNorm(h, layer.post_attention_norm, eps));
-    if (config_.use_post_norm) mlp = ops::RmsNorm(mlp, layer.post_norm2, eps);
+    Tensor mlp = layer.mlp.Forward(layer.post_attention_norm.AddResidualAndNorm(&h, attn, residual));
+    if (config_.use_post_norm) mlp = layer.post_norm2.Forward(mlp);
     emit(prefix + "mlp_out", mlp);
-    h = ResidualAdd(h, mlp, config_.residual_multiplier);
+    h = layers::ResidualAdd(h, mlp, residual);
     emit(prefix + "out", h);
   }
   const int64_t rows = static_cast<int64_t>(batch.logit_rows.size());
@@ -269,7 +184,7 @@ Status HyperClovaxModel::Forward(const ForwardBatch& batch, const KvCacheView& k
     std::memcpy(selected.data<float>() + r * hidden_size(), h.data<float>() + batch.logit_rows[r] * hidden_size(),
                 hidden_size() * sizeof(float));
   }
-  Tensor normed = ops::RmsNorm(selected, final_norm_, eps);
+  Tensor normed = final_norm_.Forward(selected);
   emit("final_norm", normed);
   Tensor out = lm_head_.Forward(normed);  // [rows, vocab] f32
   if (config_.logits_scaling != 1.0) out = ops::Scale(out, static_cast<float>(config_.logits_scaling));

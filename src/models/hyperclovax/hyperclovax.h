@@ -17,6 +17,8 @@
 //
 // Activations are f32; every projection runs with bf16 packed weights
 // (activations rounded to bf16 at the matmul input, f32 accumulation).
+// Built from the shared blocks of models/layers/: layers::RmsNorm,
+// layers::PagedSelfAttention, layers::GatedMlp.
 //
 // Thread-safety: immutable after Load; Forward is const, but two concurrent
 // forwards must not write the same KV blocks.
@@ -34,6 +36,7 @@
 #include "modelfile/checkpoint.h"
 #include "modelfile/hf_config.h"
 #include "models/kv_cache_view.h"
+#include "models/layers/norm.h"
 #include "ops/linear.h"
 #include "ops/rope.h"
 #include "tensor/tensor.h"
@@ -111,16 +114,12 @@ class HyperClovaxModel {
   Status LoadWeights(const Checkpoint& checkpoint);
   Status ValidateBatch(const ForwardBatch& batch, const KvCacheView& kv) const;
   Tensor Embed(const ForwardBatch& batch) const;
-  Tensor AttentionBlock(const Layer& layer, int64_t index, const Tensor& x, const Tensor& positions,
-                        const ForwardBatch& batch, const KvCacheView& kv) const;
-  Tensor MlpBlock(const Layer& layer, const Tensor& x) const;
 
   LlmConfig config_;
   ops::RopeParams rope_;
-  float attention_scale_ = 1.f;
   Tensor embed_tokens_;  // [vocab, hidden], a view of the checkpoint (bf16 as stored)
   std::vector<std::unique_ptr<Layer>> layers_;
-  Tensor final_norm_;  // [hidden]
+  layers::RmsNorm final_norm_;  // [hidden]
   ops::Linear lm_head_;  // [vocab, hidden]; a packed copy of embed_tokens_ when tied
 };
 

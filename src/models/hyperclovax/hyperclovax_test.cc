@@ -19,9 +19,9 @@
 
 #include <unistd.h>
 
-#include "models/demo_model.h"
-#include "models/hyperclovax.h"
-#include "models/llm_rope.h"
+#include "models/hyperclovax/demo_model.h"
+#include "models/hyperclovax/hyperclovax.h"
+#include "models/hyperclovax/llm_rope.h"
 #include "storage/content_hash.h"
 
 namespace omni::models {

@@ -1,4 +1,4 @@
-#include "models/llm_rope.h"
+#include "models/hyperclovax/llm_rope.h"
 
 #include <algorithm>
 #include <cmath>

@@ -14,7 +14,7 @@
 
 #include "engine/kv_cache.h"
 #include "engine/model_runner.h"
-#include "models/hyperclovax.h"
+#include "models/hyperclovax/hyperclovax.h"
 #include "models/kv_cache_view.h"
 
 namespace omni::llm {
