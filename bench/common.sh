@@ -18,3 +18,11 @@ wait_for_llm() {
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # wait_http URL: waits up to 10 s for a 2xx answer.
 wait_http() { for _ in $(seq 1 100); do curl -sf "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "no answer from $1" >&2; exit 1; }
+
+# use_workdir: a temp dir in $work and an empty $pid; on exit the server whose
+# PID the script put in $pid is stopped and $work removed.
+use_workdir() {
+  work="$(mktemp -d)"
+  pid=""
+  trap '[[ -n "$pid" ]] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$work"' EXIT
+}

@@ -19,33 +19,44 @@ const NOTE_TOOL = {
     properties: { text: { type: 'string' } }, required: ['text'] } },
 };
 
-function body(kind, maxTokens, seed) {
+// `like`: the free run gets the same tools in its prompt (tool_choice auto,
+// nothing constrained), so both prefill the same prompt.
+function body(kind, maxTokens, seed, like = kind) {
   const b = {
     model, messages: [{ role: 'user', content: 'Draw a cat sitting on a red chair, then describe it.' }],
     max_tokens: maxTokens, temperature: 1.0, seed, chat_template_kwargs: { skip_reasoning: true },
   };
-  if (kind === 'image') Object.assign(b, { tools: [IMAGE_TOOL], tool_choice: { type: 'function', function: { name: 't2i_model_generation' } } });
-  if (kind === 'tool') Object.assign(b, { tools: [NOTE_TOOL], tool_choice: { type: 'function', function: { name: 'save_note' } } });
+  b.tools = [like === 'image' ? IMAGE_TOOL : NOTE_TOOL];
+  if (kind === 'image') b.tool_choice = { type: 'function', function: { name: 't2i_model_generation' } };
+  if (kind === 'tool') b.tool_choice = { type: 'function', function: { name: 'save_note' } };
   if (kind === 'free') b.ignore_eos = true;
   return b;
 }
 
-async function one(kind, maxTokens, seed) {
+// One request, streamed (so no response waits on its headers), read to the end.
+async function one(kind, maxTokens, seed, like) {
+  const b = { ...body(kind, maxTokens, seed, like), stream: true, stream_options: { include_usage: true } };
   const t0 = performance.now();
   const r = await fetch(`${base}/v1/chat/completions`, {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body(kind, maxTokens, seed)),
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(b),
   });
-  const j = await r.json();
+  if (!r.ok) throw new Error(`${r.status}: ${await r.text()}`);
+  let text = '';
+  const decoder = new TextDecoder();
+  for await (const chunk of r.body) text += decoder.decode(chunk, { stream: true });
   const seconds = (performance.now() - t0) / 1000;
-  if (!r.ok) throw new Error(JSON.stringify(j));
-  if (kind !== 'free' && j.choices[0].finish_reason !== 'tool_calls') throw new Error(`${kind}: ${JSON.stringify(j.choices[0])}`);
-  return { tokens: j.usage.completion_tokens, seconds };
+  const events = text.split('\n\n').filter((e) => e.startsWith('data: {')).map((e) => JSON.parse(e.slice(6)));
+  const usage = events.find((e) => e.usage)?.usage;
+  const finish = events.flatMap((e) => e.choices ?? []).map((c) => c.finish_reason).find((f) => f);
+  if (!usage) throw new Error(`no usage in ${text.slice(-300)}`);
+  if (kind !== 'free' && finish !== 'tool_calls') throw new Error(`${kind}: finish ${finish}`);
+  return { tokens: usage.completion_tokens, seconds };
 }
 
 // Tokens/s over `inflight` concurrent requests of one kind.
-async function rate(kind, maxTokens, inflight, seed) {
+async function rate(kind, maxTokens, inflight, seed, like) {
   const t0 = performance.now();
-  const runs = await Promise.all(Array.from({ length: inflight }, (_, i) => one(kind, maxTokens, seed + i)));
+  const runs = await Promise.all(Array.from({ length: inflight }, (_, i) => one(kind, maxTokens, seed + i, like)));
   const seconds = (performance.now() - t0) / 1000;
   const tokens = runs.reduce((a, r) => a + r.tokens, 0);
   return { tokens: tokens / inflight, rate: tokens / seconds };
@@ -62,7 +73,7 @@ for (const inflight of [1, 8]) {
     const c = [], f = [];
     for (let i = 0; i < REPEATS; ++i) {
       c.push((await rate(kind, 1000, inflight, 100 * i)).rate);
-      f.push((await rate('free', len, inflight, 100 * i)).rate);
+      f.push((await rate('free', len, inflight, 100 * i, kind)).rate);
     }
     rows.push({ inflight, kind, tokens: len, constrained: median(c), free: median(f) });
   }

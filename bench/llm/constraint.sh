@@ -10,13 +10,7 @@ set -euo pipefail
 source "$(dirname "$0")/../common.sh"
 build="${1:-build}"
 preset="${2:-bench}"
-work="$(mktemp -d)"
-pid=""
-cleanup() {
-  [[ -n "$pid" ]] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+use_workdir
 "$build/omniserve" make-demo-model --component llm --preset "$preset" --out "$work/model" >/dev/null
 "$build/omniserve" llm --model "$work/model" --served-model-name demo --port 0 --num-kv-blocks 2048 \
   >"$work/llm.log" 2>&1 &

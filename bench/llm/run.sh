@@ -16,13 +16,7 @@ set -euo pipefail
 source "$(dirname "$0")/../common.sh"
 build="${1:-build}"
 bin="$build/omniserve"
-work="$(mktemp -d)"
-pid=""
-cleanup() {
-  [[ -n "$pid" ]] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+use_workdir
 
 "$bin" make-demo-model --component llm --preset bench --out "$work/model" >/dev/null
 "$build/bench/ops/ops_bench" --benchmark_filter='DecodeBandwidth|LinearVsDnnl/M:512/bf16:1' \

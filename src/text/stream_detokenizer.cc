@@ -8,7 +8,7 @@ StatusOr<std::string> StreamDetokenizer::Push(int32_t id) {
   std::optional<std::string_view> bytes = tokenizer_.TokenBytes(id);
   if (!bytes) return InvalidArgument("token id " + std::to_string(id) + " is not in the vocabulary");
   std::string out;
-  if (options_.skip_special_tokens && tokenizer_.IsSpecial(id)) return out;
+  if (options_.Skips(id, tokenizer_.IsSpecial(id))) return out;
   pending_.append(*bytes);
   size_t consumed = AppendUtf8Lossy(pending_, /*final=*/false, &out);
   pending_.erase(0, consumed);

@@ -107,7 +107,7 @@ StatusOr<std::string> Tokenizer::Decode(std::span<const int32_t> ids, const Deco
   for (int32_t id : ids) {
     std::optional<std::string_view> b = TokenBytes(id);
     if (!b) return InvalidArgument("token id " + std::to_string(id) + " is not in the vocabulary");
-    if (options.skip_special_tokens && special_[id]) continue;
+    if (options.Skips(id, special_[id] != 0)) continue;
     bytes.append(*b);
   }
   std::string text;

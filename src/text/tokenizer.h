@@ -11,6 +11,7 @@
 // locked); Encode and Decode may run concurrently.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -36,6 +37,12 @@ struct EncodeOptions {
 
 struct DecodeOptions {
   bool skip_special_tokens = false;
+  // Special tokens kept even with skip_special_tokens (sorted ids): the
+  // output parsers' tags, should a checkpoint mark them special.
+  std::span<const int32_t> keep_special;
+  bool Skips(int32_t id, bool special) const {
+    return skip_special_tokens && special && !std::binary_search(keep_special.begin(), keep_special.end(), id);
+  }
 };
 
 struct AddedTokenSpec {

@@ -120,6 +120,11 @@ TEST(Tokenizer, AddedTokensLongestMatchStripAndNormalizedPass) {
   ASSERT_TRUE(plain.ok());
   EXPECT_EQ(*plain, (std::vector<int32_t>{'<', 'a', '>', 303}));
   EXPECT_EQ(*(*tok)->Decode(std::vector<int32_t>{300, 'h', 301}, {.skip_special_tokens = true}), "h");
+  // A kept special token survives the skip (an output parser's tag).
+  const std::vector<int32_t> keep = {301};
+  EXPECT_EQ(*(*tok)->Decode(std::vector<int32_t>{300, 'h', 301},
+                            {.skip_special_tokens = true, .keep_special = keep}),
+            "h" + *(*tok)->IdToToken(301));
 }
 
 std::vector<std::string> Split(std::string_view pattern, bool literal, SplitBehavior behavior, bool invert,

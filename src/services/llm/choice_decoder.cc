@@ -6,11 +6,11 @@
 namespace omni::llm {
 
 ChoiceDecoder::ChoiceDecoder(const Tokenizer& tokenizer, int choice, std::vector<std::string> stops, bool logprobs,
-                             std::optional<OutputParser::Options> parser)
+                             std::optional<OutputParser::Options> parser, std::span<const int32_t> keep_special)
     : tokenizer_(tokenizer),
       choice_(choice),
       logprobs_(logprobs),
-      detok_(tokenizer, DecodeOptions{.skip_special_tokens = true}),
+      detok_(tokenizer, DecodeOptions{.skip_special_tokens = true, .keep_special = keep_special}),
       stop_(std::move(stops)) {
   if (parser) parser_.emplace(std::move(*parser));
 }

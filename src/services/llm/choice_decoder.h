@@ -8,6 +8,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,10 @@ class ChoiceDecoder {
  public:
   // `tokenizer` must outlive the decoder. With `parser`, the text (after
   // stop strings) is split into reasoning, content and tool calls.
+  // `keep_special` (sorted, outliving the decoder): special tokens shown anyway.
   ChoiceDecoder(const Tokenizer& tokenizer, int choice, std::vector<std::string> stops, bool logprobs,
-                std::optional<OutputParser::Options> parser = std::nullopt);
+                std::optional<OutputParser::Options> parser = std::nullopt,
+                std::span<const int32_t> keep_special = {});
 
   struct Result {
     std::vector<GenerationEvent> events;  // in order: deltas, then a kFinish if the choice ended

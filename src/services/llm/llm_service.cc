@@ -1,5 +1,6 @@
 #include "services/llm/llm_service.h"
 
+#include <algorithm>
 #include <ctime>
 #include <future>
 #include <filesystem>
@@ -87,6 +88,13 @@ Status LlmService::Load() {
     }
     for (size_t i = 1; i < eos.size(); ++i) chat_stop_ids_.push_back(static_cast<int32_t>(eos[i]));
     grammar_tokens_ = OmniGrammarTokens::Resolve(*tokenizer_, tokenizer_->TokenToId(kImEnd).value_or(-1));
+    // The tags the output parser reads stay in the text even if this
+    // checkpoint marks them special (OmniServe decodes them for its parsers).
+    for (const OmniAddedToken& t : OmniAddedTokens()) {
+      if (t.special) continue;
+      if (std::optional<int32_t> id = tokenizer_->TokenToId(t.content)) output_tag_ids_.push_back(*id);
+    }
+    std::sort(output_tag_ids_.begin(), output_tag_ids_.end());
     OMNI_ASSIGN_OR_RETURN(engine_, Engine::Start(config, model_->MakeRunner(spec, num_kv_blocks_), options_.kv_events));
     metrics_->SetCacheConfig(num_kv_blocks_);
     return Status::Ok();
@@ -283,7 +291,8 @@ void LlmService::SubmitRun(const std::shared_ptr<Run>& run) {
                                     .tools = *request.tools,
                                     .new_call_id = [this] { return NewId("chatcmpl-tool-"); }};
     }
-    run->choices.emplace_back(*tokenizer_, i, request.stop, request.sampling.logprobs, std::move(parse));
+    run->choices.emplace_back(*tokenizer_, i, request.stop, request.sampling.logprobs, std::move(parse),
+                              request.parse_output ? std::span<const int32_t>(output_tag_ids_) : std::span<const int32_t>());
   }
   run->last_token.resize(n);
   run->has_token.assign(n, false);

@@ -233,6 +233,7 @@ class LlmService {
   std::unique_ptr<ThreadPool> output_;
   std::vector<int32_t> chat_stop_ids_;  // <|im_end|>, <|endoftext|>
   std::shared_ptr<const OmniGrammarTokens> grammar_tokens_;
+  std::vector<int32_t> output_tag_ids_;  // sorted: the model-written Omni tags (omni_tokens.h)
   int max_model_len_ = 0;
   int num_kv_blocks_ = 0;
   std::atomic<bool> loaded_{false};
