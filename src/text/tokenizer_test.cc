@@ -124,7 +124,7 @@ TEST(Tokenizer, AddedTokensLongestMatchStripAndNormalizedPass) {
   const std::vector<int32_t> keep = {301};
   EXPECT_EQ(*(*tok)->Decode(std::vector<int32_t>{300, 'h', 301},
                             {.skip_special_tokens = true, .keep_special = keep}),
-            "h" + *(*tok)->IdToToken(301));
+            "h" + std::string(*(*tok)->IdToToken(301)));
 }
 
 std::vector<std::string> Split(std::string_view pattern, bool literal, SplitBehavior behavior, bool invert,
