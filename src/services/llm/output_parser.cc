@@ -8,6 +8,7 @@
 
 #include "api/openai/python_json.h"
 #include "core/json_string.h"
+#include "core/utf8.h"
 
 namespace omni::llm {
 namespace {
@@ -66,9 +67,13 @@ bool IsPrefixOf(std::string_view text, std::string_view marker) {
   return text.size() < marker.size() && marker.starts_with(text);
 }
 
+// A JSON string of `s`; invalid UTF-8 (the detokenizer never sends it, but
+// the parser does not rely on that) becomes U+FFFD, so the JSON stays valid.
 std::string JsonString(std::string_view s) {
+  std::string valid;
+  AppendUtf8Lossy(s, /*final=*/true, &valid);
   std::string out;
-  AppendJsonString(s, &out);
+  AppendJsonString(valid, &out);
   return out;
 }
 
@@ -192,9 +197,12 @@ bool OutputParser::StepToolCall(OutputDelta* out, bool at_end) {
   };
   if (!name_done_) {
     size_t end = std::min({buffer_.find('\n'), buffer_.find(kArgKeyOpen), buffer_.find(kToolCallClose)});
+    if (end > kMaxNameBytes && (end != std::string::npos || buffer_.size() > kMaxNameBytes)) {
+      AbandonCall(out);  // no name line: the text after <tool_call> is content again
+      return true;
+    }
     if (end == std::string::npos) {
-      if (buffer_.size() > kMaxNameBytes || at_end) {
-        consume(buffer_.size());
+      if (at_end) {
         AbandonCall(out);
         return true;
       }
@@ -275,7 +283,8 @@ bool OutputParser::StepAudioCall(OutputDelta* out, bool at_end) {
     AbandonCall(out);
     return true;
   }
-  const std::string inner = buffer_.substr(0, end);
+  std::string inner;  // valid UTF-8 (see JsonString)
+  AppendUtf8Lossy(std::string_view(buffer_).substr(0, end), /*final=*/true, &inner);
   call_raw_.append(buffer_, 0, end + kAudioCallClose.size());
   buffer_.erase(0, end + kAudioCallClose.size());
   // [<speaker_info>{json}</speaker_info>] <discrete_audio>units</discrete_audio>
