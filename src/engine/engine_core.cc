@@ -78,6 +78,11 @@ Status EngineCore::ValidateRequest(const EngineRequest& r) const {
       return RequestError("prompt", "token id " + std::to_string(t) + " is outside the vocabulary");
     }
   }
+  for (int32_t id : r.sampling.stop_token_ids) {
+    if (id >= vocab_size_) {
+      return RequestError("stop_token_ids", "stop token id " + std::to_string(id) + " is outside the vocabulary");
+    }
+  }
   for (const auto& [id, bias] : r.sampling.logit_bias) {
     if (id >= vocab_size_) {
       return RequestError("logit_bias", "token id " + std::to_string(id) + " is outside the vocabulary");

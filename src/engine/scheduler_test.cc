@@ -251,6 +251,12 @@ TEST(SchedulerTest, RequestValidation) {
   EXPECT_EQ(t.core->AddRequest(MakeRequest("a", {}, 1), out.For()).param(), "prompt");
   EXPECT_EQ(t.core->AddRequest(MakeRequest("a", MakePrompt(64, 1), 1), out.For()).param(), "prompt");
   EXPECT_EQ(t.core->AddRequest(MakeRequest("a", {kVocab}, 1), out.For()).param(), "prompt");
+  EngineRequest stop = MakeRequest("a", {1, 2}, 1);
+  stop.sampling.stop_token_ids = {kVocab};
+  EXPECT_EQ(t.core->AddRequest(std::move(stop), out.For()).param(), "stop_token_ids");
+  EngineRequest bias = MakeRequest("a", {1, 2}, 1);
+  bias.sampling.logit_bias = {{kVocab, 1.0f}};
+  EXPECT_EQ(t.core->AddRequest(std::move(bias), out.For()).param(), "logit_bias");
   EngineRequest bad = MakeRequest("a", {1, 2}, 1);
   bad.sampling.top_p = 0;
   EXPECT_EQ(t.core->AddRequest(std::move(bad), out.For()).param(), "top_p");
