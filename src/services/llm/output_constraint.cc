@@ -117,14 +117,7 @@ class OutputConstraint final : public TokenConstraint {
     Segment& s = todo_.front();
     switch (s.kind) {
       case Kind::kFree:
-        if (token == t.image_start && t.has_image_block()) {
-          std::deque<Segment> block;
-          grammar_->AppendImageBlock(&block);
-          todo_.insert(todo_.begin(), block.begin(), block.end());
-        } else if (!t.audio_end.empty() && InRanges(t.audio_codes, token)) {
-          todo_.push_front(Segment{.kind = Kind::kRepeat, .tokens = t.audio_end, .ranges = t.audio_codes,
-                                   .min = kMinAudioUnits, .max = kMaxAudioUnits, .progress = 1});
-        }
+        WatchMedia(token);
         return;
       case Kind::kThought: {
         ++s.progress;
@@ -133,6 +126,7 @@ class OutputConstraint final : public TokenConstraint {
           if (++s.phase == static_cast<int>(end.size())) todo_.pop_front();
         } else {
           s.phase = !end.empty() && token == end[0] ? 1 : 0;
+          WatchMedia(token);  // a block opened in the thought is completed too
         }
         return;
       }
@@ -193,6 +187,19 @@ class OutputConstraint final : public TokenConstraint {
             return;
         }
       }
+    }
+  }
+
+  // Free text that opens a media block continues with the block, then comes back.
+  void WatchMedia(int32_t token) {
+    const OmniGrammarTokens& t = grammar_->tokens();
+    if (token == t.image_start && t.has_image_block()) {
+      std::deque<Segment> block;
+      grammar_->AppendImageBlock(&block);
+      todo_.insert(todo_.begin(), block.begin(), block.end());
+    } else if (!t.audio_end.empty() && InRanges(t.audio_codes, token)) {
+      todo_.push_front(Segment{.kind = Kind::kRepeat, .tokens = t.audio_end, .ranges = t.audio_codes,
+                               .min = kMinAudioUnits, .max = kMaxAudioUnits, .progress = 1});
     }
   }
 

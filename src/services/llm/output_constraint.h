@@ -14,7 +14,8 @@
 //                kMaxForcedStringTokens; t2i_model_generation's
 //                discrete_image_token is a whole image block
 //   tool_choice none  <tool_call> is never sampled
-//   media blocks once <|discrete_image_start|> is sampled, only what
+//   media blocks once <|discrete_image_start|> is sampled (in the thought
+//                or after it), only what
 //                completes it: a ratio token, <|vision_token|>, 27 rows of
 //                27 <|visionN|> each closed by <|vision_eol|>, then
 //                <|vision_eof|><|discrete_image_end|>; once an audio unit

@@ -211,6 +211,24 @@ TEST(OutputConstraintTest, AnOpenedImageBlockIsCompletedThenTextIsFreeAgain) {
   }
 }
 
+TEST(OutputConstraintTest, ABlockOpenedInTheThoughtIsCompletedAndTheBudgetStillHolds) {
+  auto g = Grammar({.starts_in_reasoning = true, .thinking_token_budget = 3});
+  auto c = g->NewConstraint();
+  std::vector<int32_t> ids = {Id("<|discrete_image_start|>")};
+  c->Accept(ids[0]);  // thought token 1 opens a block
+  const std::vector<int32_t> block = Drive(*c, 9, 1 + 1 + 27 * 28 + 2);
+  ids.insert(ids.end(), block.begin(), block.end());
+  ExpectImageBlock(Decode(ids));
+  // Back in the thought: two more tokens, then </think> is forced.
+  std::vector<TokenRange> allowed;
+  EXPECT_FALSE(c->AllowedNext(&allowed));
+  c->Accept(Tokens()->text[0].begin);
+  EXPECT_FALSE(c->AllowedNext(&allowed));
+  c->Accept(Tokens()->text[0].begin);
+  ASSERT_TRUE(c->AllowedNext(&allowed));
+  EXPECT_EQ(allowed, (std::vector<TokenRange>{{Id("</think>"), Id("</think>") + 1}}));
+}
+
 TEST(OutputConstraintTest, ForcedImageToolCarriesACompleteBlock) {
   const std::vector<ToolSpec> tools = Tools();
   auto g = Grammar({.starts_in_reasoning = false,
