@@ -112,11 +112,15 @@ std::string Status::ToString() const {
   return s;
 }
 
-Status ModelNotFound(std::string_view requested, std::string_view served_models) {
+std::string ShownValue(std::string_view value) {
   constexpr size_t kShown = 64;
-  std::string shown(requested.substr(0, kShown));
-  if (requested.size() > kShown) shown += "... (" + std::to_string(requested.size()) + " bytes)";
-  return NotFound("The model '" + shown + "' does not exist. Served models: [" + std::string(served_models) + "]")
+  std::string shown(value.substr(0, kShown));
+  if (value.size() > kShown) shown += "... (" + std::to_string(value.size()) + " bytes)";
+  return shown;
+}
+
+Status ModelNotFound(std::string_view requested, std::string_view served_models) {
+  return NotFound("The model '" + ShownValue(requested) + "' does not exist. Served models: [" + std::string(served_models) + "]")
       .WithParam("model")
       .WithErrorCode("model_not_found");
 }

@@ -97,6 +97,9 @@ inline Status ResourceExhausted(std::string m) { return {StatusCode::kResourceEx
 // param model), as OpenAI and vLLM answer it. `requested` is shown cut to
 // a few dozen characters: a client's megabyte-long name is not echoed.
 Status ModelNotFound(std::string_view requested, std::string_view served_models);
+// A client's string as an error message shows it: the first 64 bytes, then
+// "... (N bytes)", so an error never echoes a huge value back.
+std::string ShownValue(std::string_view value);
 
 // A value or the Status explaining why there is none.
 template <typename T>

@@ -160,14 +160,13 @@ Status ParseGenerationOptions(const Json& root, GenerationOptions* g) {
   if (const Json* bias = Find(root, "logit_bias")) {
     if (!bias->is_object()) return TypeError("logit_bias", "an object mapping token ids to biases");
     for (const auto& [key, value] : bias->items()) {
-      const std::string p = "logit_bias." + key;
       int32_t id = 0;
       const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
       if (ec != std::errc() || end != key.data() + key.size() || id < 0) {
-        return FieldError("logit_bias", "logit_bias keys must be token ids, got '" + key + "'");
+        return FieldError("logit_bias", "logit_bias keys must be token ids, got '" + ShownValue(key) + "'");
       }
       float b = 0;
-      OMNI_RETURN_IF_ERROR(OptFloat(*bias, key, p, &b));
+      OMNI_RETURN_IF_ERROR(OptFloat(*bias, key, "logit_bias", &b));
       s.logit_bias.emplace_back(id, b);
     }
   }
@@ -226,7 +225,7 @@ Status ParseContentParts(const Json& content, int message_index, const std::stri
       return FieldError(p, "inline audio is not accepted by the LLM server; reference the audio encoder's "
                            "embedding object with {\"type\":\"audio_url\",\"audio_url\":{\"url\":...}}");
     } else {
-      return FieldError(p + ".type", "unknown content part type '" + type +
+      return FieldError(p + ".type", "unknown content part type '" + ShownValue(type) +
                                          "' (expected text, image_url, audio_url or video_url)");
     }
     msg->parts.push_back(std::move(cp));
@@ -284,7 +283,7 @@ Status ParseMessages(const Json& root, ChatRequest* req) {
     } else if (role == "tool") {
       msg.role = Role::kTool;
     } else {
-      return FieldError(p + ".role", "unknown role '" + role + "' (system, developer, user, assistant, tool)");
+      return FieldError(p + ".role", "unknown role '" + ShownValue(role) + "' (system, developer, user, assistant, tool)");
     }
     if (const Json* content = Find(m, "content")) {
       if (content->is_string()) {
@@ -327,11 +326,12 @@ Status ParseToolParameters(const Json& schema, const std::string& param, ToolSpe
   if (props == nullptr) return Status::Ok();
   if (!props->is_object()) return TypeError(param + ".properties", "an object");
   for (const auto& [name, sub] : props->items()) {
-    if (!sub.is_object()) return TypeError(param + ".properties." + name, "a JSON schema object");
+    const std::string where = param + ".properties." + ShownValue(name);
+    if (!sub.is_object()) return TypeError(where, "a JSON schema object");
     ToolParameter tp{.name = name, .type = ParamTypeOf(sub)};
     if (const Json* values = Find(sub, "enum")) {
       if (!values->is_array() || values->empty()) {
-        return TypeError(param + ".properties." + name + ".enum", "a non-empty array");
+        return TypeError(where + ".enum", "a non-empty array");
       }
       for (const Json& v : *values) tp.enum_values.push_back(v.is_string() ? v.get<std::string>() : PythonJsonDumps(v));
     }
@@ -360,7 +360,7 @@ Status ParseToolChoice(const Json& root, ChatRequest* req) {
     } else if (mode == "required") {
       tc.mode = ToolChoice::Mode::kRequired;
     } else {
-      return FieldError("tool_choice", "unknown tool_choice '" + mode +
+      return FieldError("tool_choice", "unknown tool_choice '" + ShownValue(mode) +
                                            "' (none, auto, required or {\"type\":\"function\",\"function\":{\"name\":...}})");
     }
   } else if (choice->is_object()) {
@@ -379,7 +379,7 @@ Status ParseToolChoice(const Json& root, ChatRequest* req) {
   if (tc.mode == ToolChoice::Mode::kNamed) {
     bool found = false;
     for (const ToolSpec& t : req->tool_specs) found = found || t.name == tc.name;
-    if (!found) return FieldError("tool_choice.function.name", "tool_choice names '" + tc.name + "', which is not in 'tools'");
+    if (!found) return FieldError("tool_choice.function.name", "tool_choice names '" + ShownValue(tc.name) + "', which is not in 'tools'");
   }
   return Status::Ok();
 }
@@ -405,7 +405,7 @@ Status ParseTools(const Json& root, ChatRequest* req) {
       OMNI_RETURN_IF_ERROR(ParseToolParameters(*params, p + ".function.parameters", &spec));
     }
     for (const ToolDefinition& earlier : req->tools) {
-      if (earlier.name == def.name) return FieldError(p + ".function.name", "two tools are named '" + def.name + "'");
+      if (earlier.name == def.name) return FieldError(p + ".function.name", "two tools are named '" + ShownValue(def.name) + "'");
     }
     req->tools.push_back(std::move(def));
     req->tool_specs.push_back(std::move(spec));

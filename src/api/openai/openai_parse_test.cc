@@ -89,7 +89,7 @@ TEST(OpenAiParseTest, BudgetBiasMinTokensAndSalt) {
       {R"("thinking_token_budget":"x")", "thinking_token_budget"},
       {R"("logit_bias":{"abc":1})", "logit_bias"},
       {R"("logit_bias":{"-4":1})", "logit_bias"},
-      {R"("logit_bias":{"4":"up"})", "logit_bias.4"},
+      {R"("logit_bias":{"4":"up"})", "logit_bias"},
       {R"("logit_bias":[1])", "logit_bias"},
       {R"("min_tokens":-2)", "min_tokens"},
       {R"("cache_salt":"")", "cache_salt"},
