@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/whole_number.h"
+
 namespace omni {
 
 const ConfigNode* ConfigNode::Find(std::string_view key) const {
@@ -283,9 +285,11 @@ Status ObjectReader::GetInt(std::string_view key, int64_t* out, bool required) {
     return Status::Ok();
   }
   // JSON writers emit 4096.0 for integral floats at times; accept exact ones.
-  if (n->kind == ConfigNode::Kind::kDouble && n->double_value == static_cast<double>(static_cast<int64_t>(n->double_value))) {
-    *out = static_cast<int64_t>(n->double_value);
-    return Status::Ok();
+  if (n->kind == ConfigNode::Kind::kDouble) {
+    if (const std::optional<int64_t> whole = WholeInt64(n->double_value)) {
+      *out = *whole;
+      return Status::Ok();
+    }
   }
   return ConfigError(*n, ChildPath(key), "expected an integer, got " + std::string(n->KindName()));
 }

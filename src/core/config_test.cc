@@ -119,6 +119,21 @@ TEST(ConfigTest, AllowUnknownKeysForForeignFormats) {
   EXPECT_TRUE(r.Finish().ok());
 }
 
+TEST(ConfigTest, WholeFloatsAreIntegersOnlyInsideInt64) {
+  auto root = ParseJson(R"({"a": 4096.0, "b": 9223372036854775808.0, "c": 1e300, "d": 2.5, "e": -9223372036854775808.0})",
+                        "config.json");
+  ASSERT_TRUE(root.ok());
+  ObjectReader r(*root, "", ObjectReader::UnknownKeys::kAllow);
+  int64_t v = 0;
+  EXPECT_TRUE(r.GetInt("a", &v, true).ok());
+  EXPECT_EQ(v, 4096);
+  EXPECT_FALSE(r.GetInt("b", &v, true).ok());  // 2^63: one past INT64_MAX
+  EXPECT_FALSE(r.GetInt("c", &v, true).ok());
+  EXPECT_FALSE(r.GetInt("d", &v, true).ok());
+  EXPECT_TRUE(r.GetInt("e", &v, true).ok());
+  EXPECT_EQ(v, INT64_MIN);
+}
+
 TEST(ConfigTest, MissingFileIsNotFound) {
   EXPECT_EQ(LoadConfigFile("/nonexistent/omni.yaml").status().code(), StatusCode::kNotFound);
 }

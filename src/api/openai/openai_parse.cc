@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/openai/python_json.h"
+#include "core/whole_number.h"
 
 namespace omni::openai {
 namespace {
@@ -56,9 +57,9 @@ Status IntValue(const Json& v, const std::string& param, int64_t lo, int64_t hi,
   if (!v.is_number_integer()) {
     // 3.0 is an integer to JavaScript clients.
     if (v.is_number_float()) {
-      double d = v.get<double>();
-      if (std::isfinite(d) && d == std::floor(d) && d >= static_cast<double>(lo) && d <= static_cast<double>(hi)) {
-        *out = static_cast<int64_t>(d);
+      const std::optional<int64_t> x = WholeInt64(v.get<double>());
+      if (x && *x >= lo && *x <= hi) {
+        *out = *x;
         return Status::Ok();
       }
     }

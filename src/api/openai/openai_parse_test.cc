@@ -108,5 +108,28 @@ TEST(OpenAiParseTest, ToolJsonIsWrittenAsTheTemplatesTojson) {
   EXPECT_EQ(PythonJsonDumps(v), "{\"city\": \"서울\", \"n\": [1, 2.5, true, null], \"q\": \"a\\\"b\\n\"}");
 }
 
+// Whole floats are integers to JavaScript clients; ones outside int64 are
+// refused, 2^63 included (it is what INT64_MAX rounds to as a double).
+TEST(OpenAiParseTest, WholeFloatsAsIntegersAtInt64Edges) {
+  auto seed = [](const std::string& v) {
+    return ParseChatRequest(R"({"messages":[{"role":"user","content":"hi"}],"seed":)" + v + "}");
+  };
+  StatusOr<ChatRequest> r = seed("4096.0");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->options.sampling.seed, 4096u);
+  r = seed("-9223372036854775808.0");  // -2^63, the smallest int64
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->options.sampling.seed, uint64_t{1} << 63);
+  for (const char* bad : {"9223372036854775808.0", "9223372036854775807.0", "1e19", "-1e19", "2.5"}) {
+    r = seed(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(r.status().param(), "seed") << bad;
+  }
+  StatusOr<ChatRequest> m = ParseChatRequest(R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":2147483648.0})");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().param(), "max_tokens");
+}
+
 }  // namespace
 }  // namespace omni::openai
