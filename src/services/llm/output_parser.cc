@@ -34,6 +34,7 @@ constexpr std::string_view kUserTranscriptOpen = "<user_transcript>";
 constexpr std::string_view kUserTranscriptClose = "</user_transcript>";
 // A name line longer than this is not a tool call.
 constexpr size_t kMaxNameBytes = 256;
+static_assert(kToolCallClose.size() >= kArgKeyOpen.size(), "the longest end of a name line");
 
 bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
@@ -197,7 +198,12 @@ bool OutputParser::StepToolCall(OutputDelta* out, bool at_end) {
   };
   if (!name_done_) {
     size_t end = std::min({buffer_.find('\n'), buffer_.find(kArgKeyOpen), buffer_.find(kToolCallClose)});
-    if (end > kMaxNameBytes && (end != std::string::npos || buffer_.size() > kMaxNameBytes)) {
+    // The name line must end within kMaxNameBytes. With no end found, that is
+    // known only once an end tag starting at the limit would be whole, so the
+    // verdict does not depend on where the text was split.
+    const bool too_long = end == std::string::npos ? buffer_.size() >= kMaxNameBytes + kToolCallClose.size()
+                                                   : end > kMaxNameBytes;
+    if (too_long) {
       AbandonCall(out);  // no name line: the text after <tool_call> is content again
       return true;
     }

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <map>
 #include <string>
 #include <vector>
@@ -190,6 +191,26 @@ TEST(OutputParserTest, ImageToolCallCarriesItsBlockVerbatim) {
   ExpectParses("</think>\n\n<tool_call>t2i_model_generation\n<arg_key>discrete_image_token</arg_key>\n<arg_value>" +
                    block + "</arg_value>\n</tool_call>",
                tools, "", "", {{"t2i_model_generation", "{\"discrete_image_token\": \"" + block + "\"}"}});
+}
+
+// The name line's limit (256 bytes) is on where its end starts, whatever
+// splits the text: a padded name whose end tag straddles byte 256 is still a
+// call, one whose end starts past it is text.
+TEST(OutputParserTest, NameLineLimitIsIndependentOfSplits) {
+  // Each way a name line ends, the rest of a well-formed call, its arguments.
+  const std::vector<std::array<std::string, 3>> ends = {
+      {"<arg_key>", "k</arg_key><arg_value>1</arg_value></tool_call>", "{\"k\": 1}"},
+      {"</tool_call>", "", "{}"},
+      {"\n", "</tool_call>", "{}"}};
+  for (const auto& [end, rest, args] : ends) {
+    for (size_t pad = 245; pad <= 256; ++pad) {
+      const std::string name = std::string(pad - 8, ' ') + "get_time";  // `pad` bytes before the end
+      ExpectParses("<tool_call>" + name + end + rest, WeatherTools(), "", "", {{"get_time", args}},
+                   /*in_reasoning=*/false);
+    }
+    const std::string too_long = "<tool_call>" + std::string(249, ' ') + "get_time" + end + rest;
+    ExpectParses(too_long, WeatherTools(), "", too_long, {}, /*in_reasoning=*/false);
+  }
 }
 
 }  // namespace
