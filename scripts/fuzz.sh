@@ -16,7 +16,19 @@ for t in "${targets[@]}"; do
   dict=()
   [[ -f "$root/fuzz/$name.dict" ]] && dict=(-dict="$root/fuzz/$name.dict")
   echo "fuzz: $t for ${secs}s"
-  "$root/build-fuzz/fuzz/$t" -max_total_time="$secs" -max_len=4096 "${dict[@]}" \
-    -artifact_prefix="$work/" "$work" 2>&1 | tail -n 3
+  if ! "$root/build-fuzz/fuzz/$t" -max_total_time="$secs" -max_len=4096 "${dict[@]}" \
+      -artifact_prefix="$work/artifact-" "$work" >"$work/log" 2>&1; then
+    # What failed and the input that did it, so the run's log is enough to
+    # reproduce: save the base64 below to a file and run the target on it.
+    grep -v '^#\|^  NEW_FUNC\|^INFO' "$work/log" | tail -n 40
+    for a in "$work"/artifact-*; do
+      [[ -f "$a" ]] || continue
+      echo "fuzz: $t input $(basename "$a") ($(stat -c %s "$a") bytes), base64:"
+      base64 -w 0 "$a"
+      echo
+    done
+    exit 1
+  fi
+  tail -n 1 "$work/log"
   rm -rf "$work"
 done
