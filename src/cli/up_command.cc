@@ -84,17 +84,23 @@ int RunUp(const UpOptions& options) {
     OMNI_LOG(kError, "up: {}", model_dir.status().ToString());
     return 1;
   }
-  std::string started, missing;
+  std::vector<ChildSpec> children = StackChildren(options, *model_dir);
+  // What runs is what was started; the rest of the stack is named as either
+  // not started by `up` yet or not in this build.
+  std::string started, not_started, missing;
   for (std::string_view role : kStackRoles) {
-    std::string& list = IsBuilt(role) ? started : missing;
+    bool runs = false;
+    for (const ChildSpec& c : children) runs = runs || c.name == role;
+    std::string& list = runs ? started : IsBuilt(role) ? not_started : missing;
     list += (list.empty() ? "" : ", ") + std::string(role);
   }
   Supervisor sup(SupervisorOptions{});
-  if (Status s = sup.Start(StackChildren(options, *model_dir)); !s.ok()) {
+  if (Status s = sup.Start(std::move(children)); !s.ok()) {
     OMNI_LOG(kError, "up: {}", s.ToString());
     return 1;
   }
-  OMNI_LOG(kInfo, "up: roles started: {}; not in this build yet: {}", started, missing);
+  OMNI_LOG(kInfo, "up: roles started: {}; built but not started by up yet: {}; not in this build yet: {}", started,
+           not_started.empty() ? "none" : not_started, missing.empty() ? "none" : missing);
   OMNI_LOG(kInfo, "up: the OpenAI API (model {}) is served by the llm role on {}:{}", kDemoModelName, options.host,
            options.port);
   int rc = SuperviseUntilSignal(sup);
