@@ -32,18 +32,24 @@ RoleCommand FlagsRole(std::string name, CLI::App* (*add)(CLI::App&, Flags*), int
 RoleCommand UpRole(const RoleInfo& info, std::string self_path) {
   auto up = std::make_shared<UpOptions>();
   up->self_path = std::move(self_path);
+  auto start_timeout_s = std::make_shared<int>(600);
   return RoleCommand{std::string(info.name),
-                     [up, info](CLI::App& app) {
+                     [up, info, start_timeout_s](CLI::App& app) {
                        CLI::App* sub = app.add_subcommand(std::string(info.name), std::string(info.summary));
                        sub->add_option("--host", up->host, "address for the client port")->capture_default_str();
-                       sub->add_option("--port", up->port, "client port (0: the OS picks; the llm role logs it)")
+                       sub->add_option("--port", up->port, "client port (0: the OS picks; up logs it)")
                            ->capture_default_str();
                        sub->add_option("--data-dir", up->data_dir, "models and objects (default $HOME/.cache/omniserve)");
+                       sub->add_option("--start-timeout-s", *start_timeout_s,
+                                       "how long each role may take to become healthy; the next starts after it")
+                           ->capture_default_str()
+                           ->check(CLI::Range(1, 86'400));
                        return sub;
                      },
-                     [up](const GlobalFlags& global) {
+                     [up, start_timeout_s](const GlobalFlags& global) {
                        up->log_level = global.log_level;  // passed on to every child
                        up->log_format = global.log_format;
+                       up->start_timeout = std::chrono::seconds(*start_timeout_s);
                        return RunUp(*up);
                      }};
 }

@@ -1,6 +1,8 @@
 #include "cli/up_command.h"
 
+#include <netdb.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -9,6 +11,7 @@
 #include "cli/demo_model_command.h"
 #include "cli/roles.h"
 #include "core/log.h"
+#include "net/http_client.h"
 #include "services/supervisor.h"
 
 namespace omni::cli {
@@ -43,12 +46,54 @@ StatusOr<std::string> EnsureDemoModel(const std::string& data_dir) {
   return dir;
 }
 
-std::vector<ChildSpec> StackChildren(const UpOptions& options, const std::string& model_dir) {
+// A port the OS reports free on `host` now (bound to port 0, then closed);
+// the child binds it a moment later. `up` must know every child's port
+// before the child starts: to gate on its /health and to point the roles
+// that depend on it there.
+StatusOr<uint16_t> PickFreePort(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_flags = AI_NUMERICHOST | AI_PASSIVE;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* info = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), "0", &hints, &info); rc != 0) {
+    return InvalidArgument("--host " + host + " is not an IP address: " + gai_strerror(rc));
+  }
+  const int fd = socket(info->ai_family, SOCK_STREAM, 0);
+  sockaddr_storage bound{};
+  socklen_t len = sizeof(bound);
+  const bool ok = fd >= 0 && bind(fd, info->ai_addr, info->ai_addrlen) == 0 &&
+                  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) == 0;
+  freeaddrinfo(info);
+  if (fd >= 0) close(fd);
+  if (!ok) return Unavailable("cannot find a free port on " + host);
+  const uint16_t port = bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                                    : reinterpret_cast<sockaddr_in*>(&bound)->sin_port;
+  return ntohs(port);
+}
+
+std::string BaseUrl(const std::string& host, uint16_t port) {
+  const bool v6 = host.find(':') != std::string::npos;
+  return "http://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+// Ready once GET /health answers 200 (a role answers 503 while it loads).
+std::function<bool()> HealthReady(HttpClient& client, std::string url) {
+  return [&client, url = std::move(url)] {
+    StatusOr<HttpClientResponse> r =
+        client.Request(HttpClientRequest{.url = url, .timeout = std::chrono::milliseconds(1000)});
+    return r.ok() && r->status == 200;
+  };
+}
+
+std::vector<ChildSpec> StackChildren(const UpOptions& options, uint16_t port, const std::string& model_dir,
+                                     HttpClient& health_client) {
   // The llm role serves the client port until the orchestrator exists.
   return {ChildSpec{.name = "llm",
                     .argv = {options.self_path, "--log-level", options.log_level, "--log-format",
                              options.log_format, "llm", "--model", model_dir, "--host", options.host, "--port",
-                             std::to_string(options.port), "--served-model-name", kDemoModelName}}};
+                             std::to_string(port), "--served-model-name", kDemoModelName},
+                    .ready = HealthReady(health_client, BaseUrl(options.host, port) + "/health"),
+                    .ready_timeout = options.start_timeout}};
 }
 
 // Blocks SIGTERM and SIGINT in this thread (children start with a clean
@@ -84,7 +129,17 @@ int RunUp(const UpOptions& options) {
     OMNI_LOG(kError, "up: {}", model_dir.status().ToString());
     return 1;
   }
-  std::vector<ChildSpec> children = StackChildren(options, *model_dir);
+  uint16_t port = options.port;
+  if (port == 0) {
+    StatusOr<uint16_t> picked = PickFreePort(options.host);
+    if (!picked.ok()) {
+      OMNI_LOG(kError, "up: {}", picked.status().ToString());
+      return 1;
+    }
+    port = *picked;
+  }
+  HttpClient health_client(HttpClientOptions{.connect_timeout = std::chrono::milliseconds(1000)});
+  std::vector<ChildSpec> children = StackChildren(options, port, *model_dir, health_client);
   // What runs is what was started; the rest of the stack is named as either
   // not started by `up` yet or not in this build.
   std::string started, not_started, missing;
@@ -101,8 +156,8 @@ int RunUp(const UpOptions& options) {
   }
   OMNI_LOG(kInfo, "up: roles started: {}; built but not started by up yet: {}; not in this build yet: {}", started,
            not_started.empty() ? "none" : not_started, missing.empty() ? "none" : missing);
-  OMNI_LOG(kInfo, "up: the OpenAI API (model {}) is served by the llm role on {}:{}", kDemoModelName, options.host,
-           options.port);
+  OMNI_LOG(kInfo, "up: the OpenAI API (model {}) is served by the llm role on {}", kDemoModelName,
+           BaseUrl(options.host, port));
   int rc = SuperviseUntilSignal(sup);
   sup.Stop();
   OMNI_LOG(kInfo, "up: stopped");

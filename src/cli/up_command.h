@@ -1,12 +1,14 @@
 // `omniserve up`: the whole stack on one machine, on loopback. It writes the
 // demo model on first start, then runs every role this build has as a
-// supervised child process (restarted if it dies) until SIGTERM/SIGINT, when
-// it stops the children (each drains its in-flight requests).
+// supervised child process (restarted if it dies), each started once the one
+// before it answers /health, until SIGTERM/SIGINT, when it stops the children
+// in reverse order (each drains its in-flight requests).
 //
 // Until the orchestrator role exists, the llm role itself serves the client
 // port, so the OpenAI API is there.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -19,6 +21,9 @@ struct UpOptions {
   std::string self_path;  // this binary, for starting roles as children
   std::string log_level = "info";  // passed on to every child
   std::string log_format = "text";
+  // How long each role may take to answer /health with 200 once started
+  // (loading a real model takes a while); the next role waits for it.
+  std::chrono::milliseconds start_timeout{600'000};
 };
 
 // Returns the process exit code.

@@ -64,8 +64,36 @@ Status Supervisor::Start(std::vector<ChildSpec> specs) {
     }
     children_.push_back(Child{.spec = std::move(spec), .started_at = clock_.Now(), .backoff = options_.restart_backoff});
     states_.push_back(ChildState{.name = children_.back().spec.name, .pid = *pid});
+    if (Status s = AwaitReady(children_.size() - 1); !s.ok()) {
+      Stop();
+      return s;
+    }
   }
   return Status::Ok();
+}
+
+Status Supervisor::AwaitReady(size_t i) {
+  const ChildSpec& spec = children_[i].spec;
+  if (!spec.ready) return Status::Ok();
+  // A bound on a start, not a timer of the supervised work: real time.
+  const auto deadline = std::chrono::steady_clock::now() + spec.ready_timeout;
+  for (;;) {
+    int status = 0;
+    if (waitpid(states_[i].pid, &status, WNOHANG) == states_[i].pid) {
+      states_[i].pid = -1;
+      states_[i].last_exit = status;
+      return Unavailable(spec.name + " " + DescribeExit(status) + " before it was ready");
+    }
+    if (spec.ready()) {
+      OMNI_LOG(kInfo, "{} (pid {}) is ready", spec.name, states_[i].pid);
+      return Status::Ok();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return DeadlineExceeded(spec.name + " was not ready within " + std::to_string(spec.ready_timeout.count()) +
+                              " ms");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 void Supervisor::OnExit(size_t i, int wait_status) {
@@ -108,34 +136,29 @@ void Supervisor::Poll() {
 
 void Supervisor::Stop() {
   stopping_ = true;
-  for (const auto& s : states_) {
-    if (s.pid > 0) kill(s.pid, SIGTERM);
-  }
-  auto deadline = std::chrono::steady_clock::now() + options_.stop_grace;
+  for (size_t i = states_.size(); i-- > 0;) StopChild(i);
+}
+
+void Supervisor::StopChild(size_t i) {
+  ChildState& s = states_[i];
+  if (s.pid <= 0) return;
+  kill(s.pid, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + options_.stop_grace;
   for (;;) {
-    bool any = false;
-    for (size_t i = 0; i < states_.size(); ++i) {
-      if (states_[i].pid <= 0) continue;
-      int status = 0;
-      if (waitpid(states_[i].pid, &status, WNOHANG) == states_[i].pid) {
-        OMNI_LOG(kInfo, "{} (pid {}) {}", states_[i].name, states_[i].pid, DescribeExit(status));
-        states_[i].pid = -1;
-        states_[i].last_exit = status;
-      } else {
-        any = true;
-      }
+    int status = 0;
+    if (waitpid(s.pid, &status, WNOHANG) == s.pid) {
+      OMNI_LOG(kInfo, "{} (pid {}) {}", s.name, s.pid, DescribeExit(status));
+      s.pid = -1;
+      s.last_exit = status;
+      return;
     }
-    if (!any) return;
     if (std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  for (auto& s : states_) {
-    if (s.pid <= 0) continue;
-    OMNI_LOG(kWarn, "{} (pid {}) did not stop within {} ms; killing", s.name, s.pid, options_.stop_grace.count());
-    kill(s.pid, SIGKILL);
-    waitpid(s.pid, &s.last_exit, 0);
-    s.pid = -1;
-  }
+  OMNI_LOG(kWarn, "{} (pid {}) did not stop within {} ms; killing", s.name, s.pid, options_.stop_grace.count());
+  kill(s.pid, SIGKILL);
+  waitpid(s.pid, &s.last_exit, 0);
+  s.pid = -1;
 }
 
 }  // namespace omni

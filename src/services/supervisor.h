@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,12 @@ namespace omni {
 struct ChildSpec {
   std::string name;               // the role, for logs: "llm", "gateway"
   std::vector<std::string> argv;  // argv[0] is the executable's path
+  // True once the child serves (for a role: its /health answers 200). Start()
+  // starts the next child only after this holds; null means ready at once.
+  // Called from the thread driving the supervisor; must not block for long.
+  std::function<bool()> ready;
+  // How long Start() waits for `ready`.
+  std::chrono::milliseconds ready_timeout{120'000};
 };
 
 struct SupervisorOptions {
@@ -49,12 +56,17 @@ class Supervisor {
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
 
-  // Starts every child. On failure to spawn one, stops the ones started.
+  // Starts the children in order, each once the one before it is ready (its
+  // `ready` holds), so a role starts after the roles it depends on. On a
+  // failure (a child cannot be spawned, exits before it is ready, or is not
+  // ready within its ready_timeout) stops the ones started and says which.
   Status Start(std::vector<ChildSpec> specs);
   // Reaps children that exited and restarts those whose backoff has passed.
   // Call it regularly from the main loop; it never blocks.
   void Poll();
-  // SIGTERM to every child, wait up to stop_grace, then SIGKILL the rest.
+  // Stops the children in reverse start order (dependents before what they
+  // depend on): SIGTERM, up to stop_grace for it to drain and exit, then
+  // SIGKILL; then the next. Idempotent.
   void Stop();
 
   const std::vector<ChildState>& children() const { return states_; }
@@ -68,7 +80,10 @@ class Supervisor {
   };
 
   StatusOr<pid_t> Spawn(const ChildSpec& spec);
+  // Waits for the newest child's `ready`; an error if it exits or times out.
+  Status AwaitReady(size_t i);
   void OnExit(size_t i, int wait_status);
+  void StopChild(size_t i);
 
   SupervisorOptions options_;
   const Clock& clock_;

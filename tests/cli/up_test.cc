@@ -50,6 +50,11 @@ TEST(UpTest, ServesTheOpenAiApiOnTheDemoModelAndStopsOnSigterm) {
   // /health is 503 while the model loads, then 200 (bounded wait).
   const int health = testing::WaitForHealth(client, base);
   ASSERT_EQ(health, 200) << up.output();
+  // up picked the port and says where the API is, once the llm role is healthy.
+  const std::string served =
+      up.WaitForOutput(std::regex(R"(is served by the llm role on http://127\.0\.0\.1:(\d+))"));
+  EXPECT_EQ(served, port) << up.output();
+  EXPECT_LT(up.output().find("llm (pid"), up.output().find("is served by the llm role")) << up.output();
 
   auto models = client.Request({.url = base + "/v1/models"});
   ASSERT_TRUE(models.ok());
