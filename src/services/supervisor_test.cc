@@ -4,7 +4,12 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace omni {
 namespace {
@@ -55,6 +60,77 @@ TEST(SupervisorTest, KillsAChildThatIgnoresSigterm) {
   sup.Stop();
   EXPECT_TRUE(WIFSIGNALED(sup.children()[0].last_exit));
   EXPECT_EQ(WTERMSIG(sup.children()[0].last_exit), SIGKILL);
+}
+
+// A fresh directory for a test's marker files.
+std::string TempDir() {
+  char pattern[] = "/tmp/omni_supervisor_XXXXXX";
+  const char* dir = mkdtemp(pattern);
+  EXPECT_NE(dir, nullptr);
+  return dir == nullptr ? "/tmp" : dir;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+TEST(SupervisorTest, StartsEachChildOnceTheOneBeforeIsReady) {
+  const std::string dir = TempDir();
+  Supervisor sup({.stop_grace = 2000ms});
+  // The first child becomes ready 300 ms after it starts; the second records
+  // whether the first was ready when it started.
+  ASSERT_TRUE(sup.Start({{.name = "first",
+                          .argv = {"/bin/sh", "-c", "sleep 0.3; touch " + dir + "/ready; exec sleep 30"},
+                          .ready = [&] { return std::filesystem::exists(dir + "/ready"); }},
+                         {.name = "second",
+                          .argv = {"/bin/sh", "-c",
+                                   "test -f " + dir + "/ready && echo after > " + dir + "/seen; exec sleep 30"}}})
+                  .ok());
+  ASSERT_TRUE(WaitFor(sup, [&] { return std::filesystem::exists(dir + "/seen"); }));
+  EXPECT_EQ(ReadFile(dir + "/seen"), "after\n");
+  sup.Stop();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(SupervisorTest, ChildExitingBeforeReadyFailsStartAndStopsTheOthers) {
+  Supervisor sup({.stop_grace = 2000ms});
+  Status s = sup.Start({{.name = "base", .argv = {"/bin/sh", "-c", "exec sleep 30"}},
+                        {.name = "broken", .argv = {"/bin/sh", "-c", "exit 7"}, .ready = [] { return false; }},
+                        {.name = "never", .argv = {"/bin/sh", "-c", "exec sleep 30"}}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_NE(s.message().find("broken exited with code 7 before it was ready"), std::string::npos) << s.message();
+  ASSERT_EQ(sup.children().size(), 2u);  // `never` was not started
+  EXPECT_EQ(sup.children()[0].pid, -1);  // `base` was stopped
+}
+
+TEST(SupervisorTest, ChildNotReadyInTimeFailsStart) {
+  Supervisor sup({.stop_grace = 2000ms});
+  Status s = sup.Start({{.name = "slow", .argv = {"/bin/sh", "-c", "exec sleep 30"}, .ready = [] { return false; },
+                         .ready_timeout = 100ms}});
+  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.ToString();
+  EXPECT_NE(s.message().find("slow was not ready within 100 ms"), std::string::npos) << s.message();
+  EXPECT_EQ(sup.children()[0].pid, -1);
+}
+
+TEST(SupervisorTest, StopsInReverseStartOrder) {
+  const std::string dir = TempDir();
+  Supervisor sup({.stop_grace = 5000ms});
+  std::vector<ChildSpec> specs;
+  for (const char* name : {"llm", "gateway", "orchestrator"}) {
+    const std::string marker = dir + "/" + name;
+    // On TERM each appends its name to one log; it is ready once its trap is set.
+    specs.push_back({.name = name,
+                     .argv = {"/bin/sh", "-c",
+                              "trap 'echo " + std::string(name) + " >> " + dir + "/order; exit 0' TERM; touch " +
+                                  marker + "; while :; do sleep 0.05; done"},
+                     .ready = [marker] { return std::filesystem::exists(marker); }});
+  }
+  ASSERT_TRUE(sup.Start(std::move(specs)).ok());
+  sup.Stop();
+  EXPECT_EQ(ReadFile(dir + "/order"), "orchestrator\ngateway\nllm\n");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(SupervisorTest, MissingExecutableFailsStart) {
