@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "cli/demo_model_command.h"
 #include "cli/roles.h"
@@ -85,15 +86,93 @@ std::function<bool()> HealthReady(HttpClient& client, std::string url) {
   };
 }
 
-std::vector<ChildSpec> StackChildren(const UpOptions& options, uint16_t port, const std::string& model_dir,
-                                     HttpClient& health_client) {
-  // The llm role serves the client port until the orchestrator exists.
-  return {ChildSpec{.name = "llm",
-                    .argv = {options.self_path, "--log-level", options.log_level, "--log-format",
-                             options.log_format, "llm", "--model", model_dir, "--host", options.host, "--port",
-                             std::to_string(port), "--served-model-name", kDemoModelName},
-                    .ready = HealthReady(health_client, BaseUrl(options.host, port) + "/health"),
-                    .ready_timeout = options.start_timeout}};
+std::string HostPort(const std::string& host, uint16_t port) {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+// The gateway's config for the stack: one LLM pool over the replicas, picked
+// by llm-d's default weights (prefix 3, queue 2, KV utilization 2) after the
+// health and saturation filters (docs/GATEWAY.md).
+std::string GatewayYaml(const std::string& host, const std::vector<uint16_t>& llm_ports) {
+  std::string endpoints;
+  for (uint16_t p : llm_ports) endpoints += (endpoints.empty() ? "\"" : ", \"") + HostPort(host, p) + "\"";
+  return "# Written by `omniserve up` at every start.\n"
+         "plugins:\n"
+         "- {type: health-filter}\n"
+         "- {type: saturation-filter}\n"
+         "- {type: prefix-cache-scorer}\n"
+         "- {type: queue-scorer}\n"
+         "- {type: kv-cache-utilization-scorer}\n"
+         "- {type: max-score-picker}\n"
+         "schedulingProfiles:\n"
+         "- name: default\n"
+         "  plugins:\n"
+         "  - {pluginRef: health-filter}\n"
+         "  - {pluginRef: saturation-filter}\n"
+         "  - {pluginRef: prefix-cache-scorer, weight: 3}\n"
+         "  - {pluginRef: queue-scorer, weight: 2}\n"
+         "  - {pluginRef: kv-cache-utilization-scorer, weight: 2}\n"
+         "  - {pluginRef: max-score-picker}\n"
+         "pools:\n"
+         "- name: llm\n"
+         "  role: llm\n"
+         "  models: [" + std::string(kDemoModelName) + "]\n"
+         "  endpoints: [" + endpoints + "]\n";
+}
+
+Status WriteFileAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    if (!out.flush()) return Internal("cannot write " + tmp);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return Internal("cannot write " + path + ": " + ec.message());
+  return Status::Ok();
+}
+
+// The stack in start order: the LLM replicas on ports the OS picked, then
+// the gateway over them on the client port (it serves the client until the
+// orchestrator exists).
+struct Stack {
+  std::vector<ChildSpec> children;  // in start order
+  std::vector<std::string> where;   // "llm-0 on http://127.0.0.1:PORT", one per child
+};
+
+StatusOr<Stack> StackChildren(const UpOptions& options, uint16_t client_port, const std::string& data_dir,
+                              const std::string& model_dir, HttpClient& health_client) {
+  const std::vector<std::string> global = {options.self_path, "--log-level", options.log_level, "--log-format",
+                                           options.log_format};
+  Stack stack;
+  auto role = [&](std::string name, std::vector<std::string> args, uint16_t port) {
+    stack.where.push_back(name + " on " + BaseUrl(options.host, port));
+    std::vector<std::string> argv = global;
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), {"--host", options.host, "--port", std::to_string(port)});
+    return ChildSpec{.name = std::move(name),
+                     .argv = std::move(argv),
+                     .ready = HealthReady(health_client, BaseUrl(options.host, port) + "/health"),
+                     .ready_timeout = options.start_timeout};
+  };
+  std::vector<ChildSpec>& children = stack.children;
+  std::vector<uint16_t> llm_ports;
+  for (int i = 0; i < options.llm_replicas; ++i) {
+    OMNI_ASSIGN_OR_RETURN(uint16_t port, PickFreePort(options.host));
+    llm_ports.push_back(port);
+    children.push_back(role("llm-" + std::to_string(i),
+                            {"llm", "--model", model_dir, "--served-model-name", kDemoModelName}, port));
+  }
+  const std::string run_dir = data_dir + "/run";
+  std::error_code ec;
+  std::filesystem::create_directories(run_dir, ec);
+  if (ec) return Internal("cannot create " + run_dir + ": " + ec.message());
+  const std::string gateway_config = run_dir + "/gateway.yaml";
+  OMNI_RETURN_IF_ERROR(WriteFileAtomically(gateway_config, GatewayYaml(options.host, llm_ports)));
+  children.push_back(role("gateway", {"gateway", "--config", gateway_config}, client_port));
+  return stack;
 }
 
 // Blocks SIGTERM and SIGINT in this thread (children start with a clean
@@ -139,13 +218,18 @@ int RunUp(const UpOptions& options) {
     port = *picked;
   }
   HttpClient health_client(HttpClientOptions{.connect_timeout = std::chrono::milliseconds(1000)});
-  std::vector<ChildSpec> children = StackChildren(options, port, *model_dir, health_client);
+  StatusOr<Stack> stack = StackChildren(options, port, data_dir, *model_dir, health_client);
+  if (!stack.ok()) {
+    OMNI_LOG(kError, "up: {}", stack.status().ToString());
+    return 1;
+  }
+  std::vector<ChildSpec> children = std::move(stack->children);
   // What runs is what was started; the rest of the stack is named as either
   // not started by `up` yet or not in this build.
   std::string started, not_started, missing;
   for (std::string_view role : kStackRoles) {
     bool runs = false;
-    for (const ChildSpec& c : children) runs = runs || c.name == role;
+    for (const ChildSpec& c : children) runs = runs || c.name == role || c.name.starts_with(std::string(role) + "-");
     std::string& list = runs ? started : IsBuilt(role) ? not_started : missing;
     list += (list.empty() ? "" : ", ") + std::string(role);
   }
@@ -156,8 +240,9 @@ int RunUp(const UpOptions& options) {
   }
   OMNI_LOG(kInfo, "up: roles started: {}; built but not started by up yet: {}; not in this build yet: {}", started,
            not_started.empty() ? "none" : not_started, missing.empty() ? "none" : missing);
-  OMNI_LOG(kInfo, "up: the OpenAI API (model {}) is served by the llm role on {}", kDemoModelName,
-           BaseUrl(options.host, port));
+  for (const std::string& w : stack->where) OMNI_LOG(kInfo, "up: {}", w);
+  OMNI_LOG(kInfo, "up: the OpenAI API (model {}) is served by the gateway on {}, over {} llm replicas",
+           kDemoModelName, BaseUrl(options.host, port), options.llm_replicas);
   int rc = SuperviseUntilSignal(sup);
   sup.Stop();
   OMNI_LOG(kInfo, "up: stopped");

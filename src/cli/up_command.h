@@ -4,8 +4,9 @@
 // before it answers /health, until SIGTERM/SIGINT, when it stops the children
 // in reverse order (each drains its in-flight requests).
 //
-// Until the orchestrator role exists, the llm role itself serves the client
-// port, so the OpenAI API is there.
+// The stack today: N llm replicas on ports the OS picks and the gateway over
+// them on the client port; the gateway serves the OpenAI API there until the
+// orchestrator role exists (issue 15).
 #pragma once
 
 #include <chrono>
@@ -18,6 +19,7 @@ struct UpOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8000;
   std::string data_dir;   // models and objects; default $HOME/.cache/omniserve
+  int llm_replicas = 2;   // behind the gateway, so prefix-aware routing is on the path
   std::string self_path;  // this binary, for starting roles as children
   std::string log_level = "info";  // passed on to every child
   std::string log_format = "text";

@@ -42,19 +42,17 @@ TEST(CliTest, RoleNotInBuildExitsWithReason) {
 TEST(UpTest, ServesTheOpenAiApiOnTheDemoModelAndStopsOnSigterm) {
   std::string data_dir = ::testing::TempDir() + "omni-up-" + std::to_string(getpid());
   Child up({"--log-format", "json", "up", "--port", "0", "--data-dir", data_dir});
-  std::string port = up.WaitForOutput(std::regex(R"(llm: listening on http://127\.0\.0\.1:(\d+))"));
+  // up picks the client port and names it once the stack is healthy.
+  std::string port = up.WaitForOutput(std::regex(R"(is served by the gateway on http://127\.0\.0\.1:(\d+))"));
   ASSERT_FALSE(port.empty()) << up.output();
   std::string base = "http://127.0.0.1:" + port;
   HttpClient client;
-
-  // /health is 503 while the model loads, then 200 (bounded wait).
-  const int health = testing::WaitForHealth(client, base);
-  ASSERT_EQ(health, 200) << up.output();
-  // up picked the port and says where the API is, once the llm role is healthy.
-  const std::string served =
-      up.WaitForOutput(std::regex(R"(is served by the llm role on http://127\.0\.0\.1:(\d+))"));
-  EXPECT_EQ(served, port) << up.output();
-  EXPECT_LT(up.output().find("llm (pid"), up.output().find("is served by the llm role")) << up.output();
+  ASSERT_EQ(testing::WaitForHealth(client, base), 200) << up.output();
+  // Dependency order: both replicas were healthy before the gateway started.
+  const std::string& log = up.output();
+  EXPECT_LT(log.find("llm-0 (pid"), log.find("started llm-1")) << log;
+  EXPECT_LT(log.find("llm-1 (pid"), log.find("started gateway")) << log;
+  EXPECT_NE(log.find("up: roles started: llm, gateway;"), std::string::npos) << log;
 
   auto models = client.Request({.url = base + "/v1/models"});
   ASSERT_TRUE(models.ok());
@@ -70,6 +68,23 @@ TEST(UpTest, ServesTheOpenAiApiOnTheDemoModelAndStopsOnSigterm) {
   auto cj = nlohmann::json::parse(chat->body);
   EXPECT_EQ(cj["object"], "chat.completion");
   EXPECT_GT(cj["usage"]["completion_tokens"].get<int>(), 0);
+  // A prompt sent twice: the gateway sends the second to the replica holding
+  // its prefix (its approximate index needs a few 64-character blocks), which
+  // reports the cached blocks.
+  const std::string twice = R"({"model":"omni-demo","max_tokens":4,"temperature":0,"messages":[
+      {"role":"system","content":"You answer questions about the weather in the cities of the world, briefly."},
+      {"role":"user","content":"What is the weather like in Seoul in December, and in Busan?"}]})";
+  auto first = client.Request({.method = HttpMethod::kPost, .url = base + "/v1/chat/completions", .body = twice});
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->status, 200) << first->body;
+  auto again = client.Request({.method = HttpMethod::kPost, .url = base + "/v1/chat/completions", .body = twice});
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(again->status, 200) << again->body;
+  auto aj = nlohmann::json::parse(again->body);
+  const int prompt_tokens = aj["usage"]["prompt_tokens"].get<int>();
+  // Full blocks only, and the last prompt token is always computed (as vLLM).
+  EXPECT_EQ(aj["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), (prompt_tokens - 1) / 16 * 16)
+      << again->body;
 
   auto unknown = client.Request({.method = HttpMethod::kPost, .url = base + "/v1/chat/completions",
                                  .body = R"({"model":"gpt-9","messages":[{"role":"user","content":"hi"}]})"});
@@ -90,7 +105,16 @@ TEST(UpTest, ServesTheOpenAiApiOnTheDemoModelAndStopsOnSigterm) {
     ASSERT_FALSE(j.is_discarded()) << line;
     roles.insert(j["role"].get<std::string>());
   }
-  EXPECT_EQ(roles, (std::set<std::string>{"up", "llm"}));
+  EXPECT_EQ(roles, (std::set<std::string>{"up", "llm", "gateway"}));
+  // Stopped in reverse start order: the gateway before the replicas.
+  const std::string& out = up.output();
+  const size_t stop = out.find("up: signal");
+  ASSERT_NE(stop, std::string::npos) << out;
+  const size_t gateway_exit = out.find("gateway (pid", stop), llm_exit = out.find("llm-1 (pid", stop);
+  ASSERT_NE(gateway_exit, std::string::npos) << out;
+  ASSERT_NE(llm_exit, std::string::npos) << out;
+  EXPECT_LT(gateway_exit, llm_exit) << out;
+  EXPECT_LT(out.find("llm-1 (pid", stop), out.find("llm-0 (pid", stop)) << out;
   EXPECT_NE(up.output().find("up: stopped"), std::string::npos);
   std::filesystem::remove_all(data_dir);
 }
