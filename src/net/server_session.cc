@@ -165,9 +165,19 @@ void Record(Impl& srv, std::string_view route, HttpMethod method, std::string_vi
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   srv.requests_total_->WithLabels({std::string(route), std::to_string(status)}).Inc();
   srv.request_seconds_->WithLabels({std::string(route)}).Observe(seconds);
-  if (srv.options_.access_log && log::Enabled(log::Level::kInfo)) {
-    log::RequestLog(request_id).Info("access method={} path={} status={} duration_ms={:.3f}",
-                                     HttpMethodName(method), path, status, seconds * 1000);
+  // Health probes and metric scrapes that succeed come many times a second
+  // from a gateway or a supervisor: debug level, so they do not drown the log.
+  const bool probe = method == HttpMethod::kGet && status == 200 && (path == "/health" || path == "/metrics");
+  const log::Level level = probe ? log::Level::kDebug : log::Level::kInfo;
+  if (srv.options_.access_log && log::Enabled(level)) {
+    const log::RequestLog entry(request_id);
+    if (probe) {
+      entry.Debug("access method={} path={} status={} duration_ms={:.3f}", HttpMethodName(method), path, status,
+                  seconds * 1000);
+    } else {
+      entry.Info("access method={} path={} status={} duration_ms={:.3f}", HttpMethodName(method), path, status,
+                 seconds * 1000);
+    }
   }
 }
 

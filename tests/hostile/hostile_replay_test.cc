@@ -134,8 +134,10 @@ class HostileReplayTest : public ::testing::TestWithParam<CaseParam> {
     Child make({"make-demo-model", "--component", "llm", "--out", (*dir_ / "model").string()});
     ASSERT_EQ(WEXITSTATUS(make.Wait()), 0) << make.output();
 
-    // One compute thread: the suite shares two cores with the gateway.
-    llm_ = new Child({"llm", "--model", (*dir_ / "model").string(), "--served-model-name", kModel, "--port", "0",
+    // One compute thread: the suite shares two cores with the gateway. Debug
+    // level: each case's marker is a /health access line, which a success
+    // logs at debug.
+    llm_ = new Child({"--log-level", "debug", "llm", "--model", (*dir_ / "model").string(), "--served-model-name", kModel, "--port", "0",
                       "--store", "file://" + (*dir_ / "store").string(), "--num-kv-blocks", "64", "--threads", "1"});
     std::string llm_port = llm_->WaitForOutput(std::regex(R"(llm: listening on http://127\.0\.0\.1:(\d+))"));
     ASSERT_FALSE(llm_port.empty()) << llm_->output();
