@@ -15,6 +15,8 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
+import { joinChatStream } from './chat_stream.mjs';
+
 // A missing client is a failure, not a skip: `npm ci` in the repository root.
 let OpenAI;
 try {
@@ -120,42 +122,8 @@ function checkUsage(usage, maxTokens) {
   assert.equal(usage.total_tokens, usage.prompt_tokens + usage.completion_tokens);
 }
 
-async function chatStream(params) {
-  const stream = await client.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } });
-  let text = '';
-  let reasoning = '';
-  const calls = [];
-  let usage = null;
-  let finish = null;
-  let usageChunks = 0;
-  let afterUsage = 0;
-  for await (const chunk of stream) {
-    if (usage) afterUsage += 1;
-    assert.equal(chunk.object, 'chat.completion.chunk');
-    if (chunk.usage) {
-      usage = chunk.usage;
-      usageChunks += 1;
-      assert.equal(chunk.choices.length, 0, 'the usage chunk carries no choices');
-    }
-    for (const c of chunk.choices) {
-      text += c.delta?.content ?? '';
-      reasoning += c.delta?.reasoning_content ?? '';
-      for (const t of c.delta?.tool_calls ?? []) {
-        if (t.id) {
-          assert.equal(calls[t.index], undefined, `tool call ${t.index} announced twice`);
-          assert.equal(t.type, 'function');
-          calls[t.index] = { id: t.id, name: t.function.name, arguments: '' };
-        }
-        assert.ok(calls[t.index], `tool call delta for unannounced index ${t.index}`);
-        calls[t.index].arguments += t.function?.arguments ?? '';
-      }
-      if (c.finish_reason) finish = c.finish_reason;
-    }
-  }
-  assert.equal(usageChunks, 1, 'exactly one usage chunk');
-  assert.equal(afterUsage, 0, 'usage comes last');
-  return { text, reasoning, calls, usage, finish };
-}
+// Streams a chat completion and joins what it says (tests/node/chat_stream.mjs).
+const chatStream = (params) => joinChatStream(client, params);
 
 async function completionStream(params) {
   const stream = await client.completions.create({ ...params, stream: true, stream_options: { include_usage: true } });
