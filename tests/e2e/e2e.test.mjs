@@ -1,7 +1,7 @@
 // The end-to-end suite: the official OpenAI Node client (npm `openai`)
 // against a real `omniserve up` on the demo model, as a user runs it. Every
 // issue that adds a capability adds its scenarios here. Run with
-// tests/e2e/run.sh (CTest: e2e_openai_up).
+// `tests/node/run.sh BINARY tests/e2e/e2e.test.mjs` (CTest: e2e_openai_up).
 //
 // OMNISERVE_BINARY names the binary. The suite starts `omniserve up --port 0`
 // with a data directory of its own, reads the client port from up's log line
