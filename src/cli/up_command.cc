@@ -72,10 +72,12 @@ StatusOr<uint16_t> PickFreePort(const std::string& host) {
   return ntohs(port);
 }
 
-std::string BaseUrl(const std::string& host, uint16_t port) {
+std::string HostPort(const std::string& host, uint16_t port) {
   const bool v6 = host.find(':') != std::string::npos;
-  return "http://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
+
+std::string BaseUrl(const std::string& host, uint16_t port) { return "http://" + HostPort(host, port); }
 
 // Ready once GET /health answers 200 (a role answers 503 while it loads).
 std::function<bool()> HealthReady(HttpClient& client, std::string url) {
@@ -84,11 +86,6 @@ std::function<bool()> HealthReady(HttpClient& client, std::string url) {
         client.Request(HttpClientRequest{.url = url, .timeout = std::chrono::milliseconds(1000)});
     return r.ok() && r->status == 200;
   };
-}
-
-std::string HostPort(const std::string& host, uint16_t port) {
-  const bool v6 = host.find(':') != std::string::npos;
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
 // The gateway's config for the stack: one LLM pool over the replicas, picked
