@@ -294,19 +294,18 @@ Status HeaderParser::ParseTensor(std::string name, SafetensorsTensorInfo* out) {
 
 Status HeaderParser::CheckTensor(const SafetensorsTensorInfo& t) const {
   // Element count and byte size, without overflow: every dim is <= 2^63-1
-  // already; a zero dim makes the product 0 whatever the others are.
+  // already. The product of the nonzero dims must fit int64 even when a zero
+  // dim makes the tensor empty: strides are products of trailing dims, and
+  // an empty [0, 1e6, 1e13] would overflow them.
   uint64_t numel = 1;
-  bool empty = std::find(t.shape.begin(), t.shape.end(), 0) != t.shape.end();
-  if (!empty) {
-    for (int64_t d : t.shape) {
-      if (__builtin_mul_overflow(numel, static_cast<uint64_t>(d), &numel) ||
-          numel > static_cast<uint64_t>(INT64_MAX)) {
-        return TensorError(t.name, "shape " + ShapeToString(t.shape) + " has too many elements");
-      }
+  for (int64_t d : t.shape) {
+    if (d == 0) continue;
+    if (__builtin_mul_overflow(numel, static_cast<uint64_t>(d), &numel) ||
+        numel > static_cast<uint64_t>(INT64_MAX)) {
+      return TensorError(t.name, "shape " + ShapeToString(t.shape) + " has too many elements");
     }
-  } else {
-    numel = 0;
   }
+  if (std::find(t.shape.begin(), t.shape.end(), 0) != t.shape.end()) numel = 0;
   uint64_t nbytes;
   if (__builtin_mul_overflow(numel, static_cast<uint64_t>(DTypeSize(t.dtype)), &nbytes)) {
     return TensorError(t.name, "shape " + ShapeToString(t.shape) + " is too large in bytes");

@@ -235,6 +235,10 @@ std::vector<BadCase> BadCases() {
       {"numel overflow",
        File("{" + Entry("a", "F32", "[4294967296,4294967296]", "[0,0]") + "}"),
        "tensor 'a': shape [4294967296, 4294967296] has too many elements"},
+      // Empty, but its strides would overflow (the fuzzer's input).
+      {"empty with overflowing dims",
+       File("{" + Entry("a", "I64", "[0,949672,9944624967293]", "[0,0]") + "}"),
+       "tensor 'a': shape [0, 949672, 9944624967293] has too many elements"},
       {"nbytes overflow", File("{" + Entry("a", "F32", "[4611686018427387904]", "[0,0]") + "}"),
        "tensor 'a': shape [4611686018427387904] is too large in bytes"},
       {"offset above uint64",
