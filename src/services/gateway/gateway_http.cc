@@ -4,39 +4,10 @@
 #include <mutex>
 
 #include "core/log.h"
-#include "net/sse.h"
-#include "services/gateway/sse_event_framer.h"
+#include "net/response_relay.h"
 
 namespace omni::gateway {
 namespace {
-
-// Connection-scoped headers (RFC 9110 section 7.6.1) and the framing ones the
-// proxy sets itself.
-bool IsHopByHop(std::string_view name) {
-  for (std::string_view h : {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer",
-                             "upgrade", "content-length", "host"}) {
-    if (EqualsIgnoreCase(name, h)) return true;
-  }
-  return false;
-}
-
-HttpHeaders EndToEnd(const HttpHeaders& in) {
-  HttpHeaders out;
-  for (const auto& [name, value] : in) {
-    if (!IsHopByHop(name)) out.Add(name, value);
-  }
-  return out;
-}
-
-// "127.0.0.1:54321" -> "127.0.0.1"; "[::1]:80" -> "::1" (X-Forwarded-For carries the address only).
-std::string_view HostOf(std::string_view remote) {
-  if (remote.starts_with('[')) {
-    size_t close = remote.find(']');
-    return close == std::string_view::npos ? remote : remote.substr(1, close - 1);
-  }
-  size_t colon = remote.rfind(':');
-  return colon == std::string_view::npos ? remote : remote.substr(0, colon);
-}
 
 std::vector<double> ScoreBuckets() { return {0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0}; }
 std::vector<double> PickBuckets() { return {1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 1e-2}; }
@@ -46,16 +17,11 @@ std::vector<double> PickBuckets() { return {1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e
 // One proxied request across its attempts. Fields without a guard are
 // touched by one attempt's callbacks at a time (the client's io thread).
 struct GatewayHttpAdapter::Call {
+  explicit Call(std::shared_ptr<ResponseWriter> writer) : relay(std::move(writer)) {}
+
   HttpRequest request;
-  std::shared_ptr<ResponseWriter> writer;
+  ResponseRelay relay;
   RoutedRequest routed;
-  bool responded = false;  // bytes went to the client: no retry possible
-  bool streaming = false;
-  bool event_stream = false;  // streaming text/event-stream, relayed through `events`
-  int status = 0;
-  HttpHeaders headers;
-  std::string body;  // a plain response, sent whole when complete
-  SseEventFramer events;
 
   std::mutex mu;
   std::shared_ptr<HttpCallHandle> upstream;  // guarded by mu
@@ -149,9 +115,8 @@ void GatewayHttpAdapter::Proxy(HttpRequest request, std::shared_ptr<ResponseWrit
   if (routed->decision.prefix_score >= 0) {
     prefix_score_.at(routed->pool)->Observe(routed->decision.prefix_score);
   }
-  auto call = std::make_shared<Call>();
+  auto call = std::make_shared<Call>(std::move(writer));
   call->request = std::move(request);
-  call->writer = std::move(writer);
   call->routed = std::move(routed).value();
   std::weak_ptr<Call> weak = call;
   {
@@ -160,7 +125,7 @@ void GatewayHttpAdapter::Proxy(HttpRequest request, std::shared_ptr<ResponseWrit
     // Arrived after the drain-deadline hook ran: Attempt cancels it at once.
     if (shutting_down_) call->shutting_down = true;
   }
-  call->writer->OnClientGone([weak] {
+  call->relay.writer().OnClientGone([weak] {
     auto c = weak.lock();
     if (c == nullptr) return;
     std::lock_guard lock(c->mu);
@@ -174,61 +139,25 @@ void GatewayHttpAdapter::Attempt(const std::shared_ptr<Call>& call) {
   const PoolRouter& router = *call->routed.pool->router;
   HttpClientRequest upstream{.method = call->request.method,
                              .url = "http://" + router.address(call->routed.decision.chosen) + call->request.target,
-                             .headers = EndToEnd(call->request.headers),
+                             .headers = EndToEndHeaders(call->request.headers),
                              .body = call->request.body,
                              .timeout = service_.options().request_timeout};
   upstream.headers.Set("x-request-id", call->request.request_id);
-  std::string forwarded(HostOf(call->request.remote_address));
-  if (auto prior = call->request.headers.Get("x-forwarded-for")) forwarded = std::string(*prior) + ", " + forwarded;
-  upstream.headers.Set("x-forwarded-for", forwarded);
+  upstream.headers.Set("x-forwarded-for", ForwardedFor(call->request));
 
-  HttpStreamCallbacks callbacks;
-  callbacks.on_headers = [call](int status, const HttpHeaders& headers) {
-    call->status = status;
-    call->headers = EndToEnd(headers);
-    const bool sse = headers.GetOr("content-type", "").starts_with("text/event-stream");
-    if (!sse && headers.Has("content-length")) return true;  // small and whole: send at the end
-    call->streaming = true;
-    call->event_stream = sse;
-    call->responded = true;
-    return call->writer->StartStream(status, call->headers);
-  };
-  callbacks.on_body = [call](std::string_view chunk) {
-    if (!call->streaming) {
-      call->body.append(chunk);
-      return true;
-    }
-    if (call->event_stream) {
-      // Whole events only, so a cut stream can still end on an event boundary.
-      std::string_view whole = call->events.Feed(chunk);
-      return whole.empty() || call->writer->Write(whole);
-    }
-    return call->writer->Write(chunk);
-  };
-  auto handle = client_.StreamAsync(std::move(upstream), std::move(callbacks),
+  auto handle = client_.StreamAsync(std::move(upstream), call->relay.Callbacks(call),
                                     [this, call](StatusOr<int> status) { Done(call, std::move(status)); });
   std::lock_guard lock(call->mu);
   call->upstream = std::move(handle);
   if (call->client_gone || call->shutting_down) call->upstream->Cancel();
 }
 
-void GatewayHttpAdapter::EndEventStream(Call& call, const Status& error) {
-  ResponseWriter& w = *call.writer;
-  // The held partial event, if any, is dropped; the prefix is non-empty
-  // only if an oversized event was already going out.
-  std::string_view close = call.events.CloseEventPrefix();
-  if (!close.empty()) w.Write(close);
-  // The LLM server's own shape for a stream it cannot finish (llm_http.cc).
-  w.WriteSseEvent(error.ToOpenAiJson());
-  w.WriteSseEvent("[DONE]");
-  w.Finish();
-}
-
 void GatewayHttpAdapter::Done(const std::shared_ptr<Call>& call, StatusOr<int> status) {
   PoolState& pool = *call->routed.pool;
   const int endpoint = call->routed.decision.chosen;
   const std::string& address = pool.router->address(endpoint);
-  AttemptEnd end{.status = std::move(status), .responded = call->responded, .event_stream = call->event_stream};
+  AttemptEnd end{
+      .status = std::move(status), .responded = call->relay.responded(), .event_stream = call->relay.event_stream()};
   {
     std::lock_guard lock(call->mu);
     end.client_gone = call->client_gone;
@@ -240,16 +169,8 @@ void GatewayHttpAdapter::Done(const std::shared_ptr<Call>& call, StatusOr<int> s
   if (v.action != AttemptVerdict::Action::kRetry) Forget(*call);
   switch (v.action) {
     case AttemptVerdict::Action::kDeliver:
-      if (call->streaming) {
-        // An upstream that ends its last event without a blank line: relay
-        // those bytes as they are.
-        if (std::string rest = call->events.TakeHeld(); !rest.empty()) call->writer->Write(rest);
-        call->writer->Finish();
-      } else {
-        call->writer->Send(
-            HttpResponse{.status = call->status, .headers = std::move(call->headers), .body = std::move(call->body)});
-      }
-      (call->status < 500 ? outcomes.ok : outcomes.upstream_error)->Inc();
+      call->relay.Deliver();
+      (call->relay.status() < 500 ? outcomes.ok : outcomes.upstream_error)->Inc();
       return;
     case AttemptVerdict::Action::kClientGone:
       outcomes.client_gone->Inc();
@@ -259,15 +180,14 @@ void GatewayHttpAdapter::Done(const std::shared_ptr<Call>& call, StatusOr<int> s
                end.status.status().message());
       outcomes.retried->Inc();
       retries_.at(&pool)->Inc();
-      call->body.clear();
-      call->events = SseEventFramer();
+      call->relay.Reset();
       Attempt(call);
       return;
     case AttemptVerdict::Action::kFail:
       outcomes.error->Inc();
       OMNI_LOG(kWarn, "gateway: request {} to {} failed: {}", call->request.request_id, address,
                v.shutdown ? v.error.message() : end.status.status().message());
-      call->writer->Send(ErrorResponse(v.error));
+      call->relay.Fail(v.error);
       return;
     case AttemptVerdict::Action::kEndStream:
     case AttemptVerdict::Action::kCut:
@@ -275,12 +195,9 @@ void GatewayHttpAdapter::Done(const std::shared_ptr<Call>& call, StatusOr<int> s
       (v.shutdown ? outcomes.midstream_shutdown : outcomes.midstream_upstream)->Inc();
       OMNI_LOG(kWarn, "gateway: request {}: {}", call->request.request_id, v.error.message());
       if (v.action == AttemptVerdict::Action::kEndStream) {
-        EndEventStream(*call, v.error);
+        call->relay.EndEventStream(v.error);
       } else {
-        // Dropping the writer mid-stream (with the last reference to the
-        // call, when this returns) closes the connection without the last
-        // chunk: the client sees an incomplete message.
-        call->writer.reset();
+        call->relay.Cut();
       }
       return;
   }

@@ -9,7 +9,7 @@
 // is retried on the next-ranked endpoint (up to max_attempts), and the
 // failed endpoint is ejected until its health check passes. A failure after
 // that ends an SSE stream with an OpenAI error event and `data: [DONE]` at
-// an event boundary (SseEventFramer holds back partial events for this), and
+// an event boundary (ResponseRelay holds back partial events for this), and
 // cuts any other body without its last chunk (GatewayService::OnAttemptEnd
 // decides). At the server's drain deadline the calls still running are
 // ended the same way, with code server_shutdown. A client that
@@ -60,8 +60,6 @@ class GatewayHttpAdapter {
   void Proxy(HttpRequest request, std::shared_ptr<ResponseWriter> writer);
   void Attempt(const std::shared_ptr<Call>& call);
   void Done(const std::shared_ptr<Call>& call, StatusOr<int> status);
-  // Executes kEndStream: the error event and [DONE] after the last whole event.
-  static void EndEventStream(Call& call, const Status& error);
   // The drain-deadline hook: cancels every running upstream call, so that
   // each ends through Done with AttemptEnd::shutting_down.
   void StopForShutdown();

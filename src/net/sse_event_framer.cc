@@ -1,8 +1,8 @@
-#include "services/gateway/sse_event_framer.h"
+#include "net/sse_event_framer.h"
 
 #include <utility>
 
-namespace omni::gateway {
+namespace omni {
 
 bool SseEventFramer::Step(char c) {
   if (after_cr_) {
@@ -67,4 +67,4 @@ std::string_view SseEventFramer::CloseEventPrefix() {
   return forwarded_mid_event_ ? std::string_view("\n\n") : std::string_view();
 }
 
-}  // namespace omni::gateway
+}  // namespace omni

@@ -1,7 +1,7 @@
 // SseEventFramer: whole events go out, partial ones are held, and an event
-// the gateway adds after a cut is always its own event, whatever the chunking
+// a proxy adds after a cut is always its own event, whatever the chunking
 // and line endings. The client side is the net layer's SseParser.
-#include "services/gateway/sse_event_framer.h"
+#include "net/sse_event_framer.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 
 #include "net/sse.h"
 
-namespace omni::gateway {
+namespace omni {
 namespace {
 
 // Mixed line endings, a comment, a multi-line event, blank lines between
@@ -101,8 +101,8 @@ TEST(SseEventFramer, TheWholeStreamRoundTripsInAnyChunking) {
 }
 
 // For every cut point, what the client sees is the events completed before
-// the cut, then the gateway's event, intact; with a tiny hold limit (events
-// forwarded before their end) the gateway's event is still never merged
+// the cut, then the proxy's event, intact; with a tiny hold limit (events
+// forwarded before their end) the proxy's event is still never merged
 // into a partial one.
 TEST(SseEventFramer, AnEventAddedAfterACutIsAlwaysItsOwn) {
   std::mt19937 rng(11);
@@ -127,4 +127,4 @@ TEST(SseEventFramer, AnEventAddedAfterACutIsAlwaysItsOwn) {
 }
 
 }  // namespace
-}  // namespace omni::gateway
+}  // namespace omni

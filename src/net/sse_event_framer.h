@@ -1,6 +1,6 @@
 // Relays an upstream event stream (text/event-stream) to the client one
-// whole event at a time, so that when the upstream dies the gateway can add
-// an event of its own at an event boundary.
+// whole event at a time, so that when the upstream dies a proxy (the gateway,
+// the orchestrator) can add an event of its own at an event boundary.
 //
 // Boundaries follow the WHATWG event-stream line rules (HTML section 9.2.6):
 // lines end in "\n", "\r\n" or "\r" (a pair may be split between chunks), and
@@ -13,7 +13,7 @@
 // An event larger than max_held_bytes is forwarded as it comes rather than
 // held without bound; if the stream is then cut inside it, CloseEventPrefix()
 // is "\n\n", which ends the partial line and dispatches it as its own
-// (truncated) event so that the gateway's event is not glued onto it.
+// (truncated) event so that the proxy's event is not glued onto it.
 //
 // Thread-safety: not thread-safe; one stream's callbacks use it in turn.
 #pragma once
@@ -22,7 +22,7 @@
 #include <string>
 #include <string_view>
 
-namespace omni::gateway {
+namespace omni {
 
 class SseEventFramer {
  public:
@@ -37,7 +37,7 @@ class SseEventFramer {
   // The upstream ended cleanly: the held bytes (an unterminated last event)
   // go out as they are. Returns them and holds nothing after.
   std::string TakeHeld();
-  // The upstream was cut: what to write before an event of the gateway's
+  // The upstream was cut: what to write before an event of the proxy's
   // own. "" when the forwarded bytes end at an event boundary, else "\n\n".
   // The held bytes are dropped.
   std::string_view CloseEventPrefix();
@@ -58,4 +58,4 @@ class SseEventFramer {
   bool forwarded_mid_event_ = false;  // an oversized event went out before its end
 };
 
-}  // namespace omni::gateway
+}  // namespace omni
