@@ -52,6 +52,7 @@ void HttpServer::Impl::InstallBuiltinRoutes() {
     router_.Add(HttpMethod::kGet, "/health",
                 RouteEntry{RouteEntry::Kind::kInline, [this](const HttpRequest&) {
                              if (draining_) return ErrorResponse(Unavailable("server is shutting down"));
+                             if (health_report_) return health_report_();
                              Status s = health_check_ ? health_check_() : Status::Ok();
                              return s.ok() ? JsonResponse(200, R"({"status":"ok"})") : ErrorResponse(s);
                            },
@@ -270,6 +271,11 @@ void HttpServer::SetDrainDeadlineHook(std::function<void()> hook) {
 void HttpServer::SetHealthCheck(std::function<Status()> check) {
   std::lock_guard lock(impl_->mu_);
   impl_->health_check_ = std::move(check);
+}
+
+void HttpServer::SetHealthReport(std::function<HttpResponse()> report) {
+  std::lock_guard lock(impl_->mu_);
+  impl_->health_report_ = std::move(report);
 }
 
 Status HttpServer::Start() { return impl_->Start(); }

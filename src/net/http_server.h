@@ -124,6 +124,10 @@ class HttpServer {
   // code and OpenAI body (e.g. Unavailable("loading") -> 503). Called on an
   // io thread. While draining, /health answers 503 regardless.
   void SetHealthCheck(std::function<Status()> check);
+  // Instead of SetHealthCheck: GET /health answers whatever `report`
+  // returns (a body that details the state). Called on an io thread; must
+  // not block. While draining, /health answers 503 regardless.
+  void SetHealthReport(std::function<HttpResponse()> report);
   // Runs once, on the thread in Shutdown(), when the drain deadline passes
   // with requests still in flight: the place to end long work (abort
   // generations) so that streams close with a final event rather than be

@@ -71,6 +71,7 @@ class HttpServer::Impl {
   const HttpServerOptions options_;
   Router<RouteEntry> router_;
   std::function<Status()> health_check_;
+  std::function<HttpResponse()> health_report_;
   std::function<void()> drain_deadline_hook_;
   std::unique_ptr<MetricsRegistry> owned_metrics_;
   MetricsRegistry* metrics_;
