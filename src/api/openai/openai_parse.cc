@@ -178,7 +178,7 @@ Status ParseGenerationOptions(const Json& root, GenerationOptions* g) {
   return Status::Ok();
 }
 
-StatusOr<std::string> MediaUrl(const Json& part, std::string_view field, const std::string& param) {
+StatusOr<std::string> MediaUrl(const Json& part, std::string_view field, const std::string& param, MediaForm form) {
   const Json* holder = Find(part, field);
   if (holder == nullptr) return FieldError(param, "'" + param + "." + std::string(field) + "' is required");
   std::string url;
@@ -192,8 +192,13 @@ StatusOr<std::string> MediaUrl(const Json& part, std::string_view field, const s
   } else {
     return TypeError(param + "." + std::string(field), "an object with a 'url'");
   }
-  if (!(url.starts_with("s3://") || url.starts_with("file://") || url.starts_with("http://") ||
-        url.starts_with("https://"))) {
+  const bool object_url = url.starts_with("s3://") || url.starts_with("file://") || url.starts_with("http://") ||
+                          url.starts_with("https://");
+  if (form == MediaForm::kRawMedia) {
+    if (!object_url && !url.starts_with("data:")) {
+      return FieldError(url_param, "expected a data:, http(s)://, s3:// or file:// URL");
+    }
+  } else if (!object_url) {
     return FieldError(url_param,
                       "the LLM server takes media as embedding objects (s3://, file:// or http:// URLs of the "
                       "safetensors an encoder wrote); send raw media (data: URLs, images, audio) to the "
@@ -202,8 +207,19 @@ StatusOr<std::string> MediaUrl(const Json& part, std::string_view field, const s
   return url;
 }
 
-Status ParseContentParts(const Json& content, int message_index, const std::string& param, ChatMessage* msg,
-                         std::vector<MediaPart>* media) {
+// OpenAI's inline audio, {"data": base64 bytes, "format": "wav"}, as a data: URL.
+StatusOr<std::string> InlineAudioUrl(const Json& part, const std::string& param) {
+  const Json* audio = Find(part, "input_audio");
+  if (audio == nullptr || !audio->is_object()) return TypeError(param + ".input_audio", "an object");
+  const Json* data = Find(*audio, "data");
+  if (data == nullptr || !data->is_string()) return TypeError(param + ".input_audio.data", "a base64 string");
+  const Json* format = Find(*audio, "format");
+  if (format == nullptr || !format->is_string()) return TypeError(param + ".input_audio.format", "a string");
+  return "data:audio/" + format->get<std::string>() + ";base64," + data->get<std::string>();
+}
+
+Status ParseContentParts(const Json& content, int message_index, const std::string& param, MediaForm form,
+                         ChatMessage* msg, std::vector<MediaPart>* media) {
   for (size_t i = 0; i < content.size(); ++i) {
     const Json& part = content[i];
     const std::string p = param + "[" + std::to_string(i) + "]";
@@ -220,8 +236,12 @@ Status ParseContentParts(const Json& content, int message_index, const std::stri
       cp.kind = type == "image_url" ? ContentKind::kImage
                 : type == "audio_url" ? ContentKind::kAudio
                                       : ContentKind::kVideo;
-      OMNI_ASSIGN_OR_RETURN(std::string url, MediaUrl(part, type, p));
-      media->push_back(MediaPart{message_index, static_cast<int>(msg->parts.size()), cp.kind, std::move(url)});
+      OMNI_ASSIGN_OR_RETURN(std::string url, MediaUrl(part, type, p, form));
+      media->push_back(MediaPart{message_index, static_cast<int>(msg->parts.size()), cp.kind, type, std::move(url)});
+    } else if (type == "input_audio" && form == MediaForm::kRawMedia) {
+      cp.kind = ContentKind::kAudio;
+      OMNI_ASSIGN_OR_RETURN(std::string url, InlineAudioUrl(part, p));
+      media->push_back(MediaPart{message_index, static_cast<int>(msg->parts.size()), cp.kind, type, std::move(url)});
     } else if (type == "input_audio") {
       return FieldError(p, "inline audio is not accepted by the LLM server; reference the audio encoder's "
                            "embedding object with {\"type\":\"audio_url\",\"audio_url\":{\"url\":...}}");
@@ -263,7 +283,7 @@ Status ParseToolCalls(const Json& calls, const std::string& param, ChatMessage* 
   return Status::Ok();
 }
 
-Status ParseMessages(const Json& root, ChatRequest* req) {
+Status ParseMessages(const Json& root, MediaForm form, ChatRequest* req) {
   const Json* msgs = Find(root, "messages");
   if (msgs == nullptr) return FieldError("messages", "'messages' is required");
   if (!msgs->is_array()) return TypeError("messages", "an array");
@@ -290,7 +310,7 @@ Status ParseMessages(const Json& root, ChatRequest* req) {
       if (content->is_string()) {
         msg.parts.push_back(ContentPart{.kind = ContentKind::kText, .text = content->get<std::string>()});
       } else if (content->is_array()) {
-        OMNI_RETURN_IF_ERROR(ParseContentParts(*content, static_cast<int>(i), p + ".content", &msg, &req->media));
+        OMNI_RETURN_IF_ERROR(ParseContentParts(*content, static_cast<int>(i), p + ".content", form, &msg, &req->media));
       } else {
         return TypeError(p + ".content", "a string or an array of content parts");
       }
@@ -414,10 +434,10 @@ Status ParseTools(const Json& root, ChatRequest* req) {
   return Status::Ok();
 }
 
-StatusOr<ChatRequest> ParseChatFields(const Json& root) {
+StatusOr<ChatRequest> ParseChatFields(const Json& root, MediaForm form) {
   ChatRequest req;
   OMNI_RETURN_IF_ERROR(OptString(root, "model", "model", &req.model));
-  OMNI_RETURN_IF_ERROR(ParseMessages(root, &req));
+  OMNI_RETURN_IF_ERROR(ParseMessages(root, form, &req));
   OMNI_RETURN_IF_ERROR(ParseTools(root, &req));
   OMNI_RETURN_IF_ERROR(ParseToolChoice(root, &req));
   if (const Json* budget = Find(root, "thinking_token_budget")) {
@@ -459,10 +479,10 @@ const ToolParameter* ToolSpec::Find(std::string_view param) const {
   return nullptr;
 }
 
-StatusOr<ChatRequest> ParseChatRequest(std::string_view body) {
+StatusOr<ChatRequest> ParseChatRequest(std::string_view body, MediaForm media) {
   return Guard([&]() -> StatusOr<ChatRequest> {
     OMNI_ASSIGN_OR_RETURN(Json root, ParseBody(body));
-    return ParseChatFields(root);
+    return ParseChatFields(root, media);
   });
 }
 
@@ -508,7 +528,7 @@ StatusOr<TokenizeRequest> ParseTokenizeRequest(std::string_view body) {
     TokenizeRequest req;
     OMNI_RETURN_IF_ERROR(OptString(root, "model", "model", &req.model));
     if (Find(root, "messages") != nullptr) {
-      OMNI_ASSIGN_OR_RETURN(ChatRequest chat, ParseChatFields(root));
+      OMNI_ASSIGN_OR_RETURN(ChatRequest chat, ParseChatFields(root, MediaForm::kEmbeddingObjects));
       req.chat = std::move(chat);
       return req;
     }

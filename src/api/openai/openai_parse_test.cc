@@ -1,7 +1,8 @@
 // The structured-output fields of chat requests: tool_choice, the typed tool
 // parameters, thinking_token_budget, logit_bias, min_tokens, cache_salt, and
 // the one serializer of tool JSON in prompts (the template's tojson:
-// ensure_ascii=False, Python separators).
+// ensure_ascii=False, Python separators); and media parts as the LLM server
+// (embedding objects) and the orchestrator (raw media) take them.
 #include "api/openai/openai_parse.h"
 
 #include <gtest/gtest.h>
@@ -129,6 +130,49 @@ TEST(OpenAiParseTest, WholeFloatsAsIntegersAtInt64Edges) {
   StatusOr<ChatRequest> m = ParseChatRequest(R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":2147483648.0})");
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().param(), "max_tokens");
+}
+
+std::string WithPart(const std::string& part) {
+  return R"({"messages":[{"role":"user","content":[{"type":"text","text":"see"},)" + part + "]}]}";
+}
+
+TEST(OpenAiParseTest, MediaPartsAsEmbeddingObjectsAndAsRawMedia) {
+  const std::string data_image = WithPart(R"({"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}})");
+  const std::string object = WithPart(R"({"type":"audio_url","audio_url":{"url":"s3://b/emb/a.safetensors"}})");
+  const std::string inline_audio = WithPart(R"({"type":"input_audio","input_audio":{"data":"UklGRg==","format":"wav"}})");
+
+  // The LLM server takes embedding objects only.
+  auto refused = ParseChatRequest(data_image);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().param(), "messages[0].content[1].image_url.url");
+  EXPECT_FALSE(ParseChatRequest(inline_audio).ok());
+  auto accepted = ParseChatRequest(object);
+  ASSERT_TRUE(accepted.ok()) << accepted.status().ToString();
+  ASSERT_EQ(accepted->media.size(), 1u);
+  EXPECT_EQ(accepted->media[0].part_type, "audio_url");
+
+  // The orchestrator takes the media themselves, input_audio as a data: URL.
+  auto image = ParseChatRequest(data_image, MediaForm::kRawMedia);
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  ASSERT_EQ(image->media.size(), 1u);
+  EXPECT_EQ(image->media[0].message_index, 0);
+  EXPECT_EQ(image->media[0].part_index, 1);
+  EXPECT_EQ(image->media[0].kind, ContentKind::kImage);
+  EXPECT_EQ(image->media[0].url, "data:image/png;base64,AAAA");
+  auto audio = ParseChatRequest(inline_audio, MediaForm::kRawMedia);
+  ASSERT_TRUE(audio.ok()) << audio.status().ToString();
+  EXPECT_EQ(audio->media[0].kind, ContentKind::kAudio);
+  EXPECT_EQ(audio->media[0].part_type, "input_audio");
+  EXPECT_EQ(audio->media[0].url, "data:audio/wav;base64,UklGRg==");
+
+  auto no_format = ParseChatRequest(WithPart(R"({"type":"input_audio","input_audio":{"data":"UklGRg=="}})"),
+                                    MediaForm::kRawMedia);
+  ASSERT_FALSE(no_format.ok());
+  EXPECT_EQ(no_format.status().param(), "messages[0].content[1].input_audio.format");
+  auto bad_scheme = ParseChatRequest(WithPart(R"({"type":"image_url","image_url":{"url":"ftp://x/y.png"}})"),
+                                     MediaForm::kRawMedia);
+  ASSERT_FALSE(bad_scheme.ok());
+  EXPECT_EQ(bad_scheme.status().param(), "messages[0].content[1].image_url.url");
 }
 
 }  // namespace

@@ -25,13 +25,16 @@ struct GenerationOptions {
   std::string cache_salt;         // requests with different salts never share cached KV
 };
 
-// A chat content part that references an embedding object (an encoder's
-// output) instead of carrying media bytes.
+// A chat content part's media: for the LLM server an embedding object (an
+// encoder's output), for the orchestrator the medium itself.
 struct MediaPart {
   int message_index = 0;
   int part_index = 0;
   ContentKind kind = ContentKind::kImage;
-  std::string url;  // s3://bucket/key, file:///path or an http:// presigned URL
+  std::string part_type;  // as sent: "image_url", "audio_url", "video_url", "input_audio"
+  // s3://bucket/key, file:///path or an http:// presigned URL; raw media
+  // (MediaForm::kRawMedia) may also be a data: URL.
+  std::string url;
 };
 
 // A tool parameter's JSON-schema type, which types its argument values
