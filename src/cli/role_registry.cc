@@ -11,6 +11,7 @@
 #include "cli/gateway_command.h"
 #include "cli/generate_command.h"
 #include "cli/llm_command.h"
+#include "cli/orchestrator_command.h"
 #include "cli/roles.h"
 #include "cli/simulate_command.h"
 #include "cli/store_command.h"
@@ -120,6 +121,10 @@ std::vector<RoleCommand> MakeRoleCommands(std::string self_path) {
       {"up", [&](const RoleInfo& info) { return UpRole(info, self_path); }},
       {"gateway", [](const RoleInfo&) { return FlagsRole<GatewayFlags>("gateway", AddGatewayCommand, RunGatewayCommand); }},
       {"llm", [](const RoleInfo&) { return FlagsRole<LlmFlags>("llm", AddLlmCommand, RunLlmCommand); }},
+      {"orchestrator",
+       [](const RoleInfo&) {
+         return FlagsRole<OrchestratorFlags>("orchestrator", AddOrchestratorCommand, RunOrchestratorCommand);
+       }},
       {"generate",
        [](const RoleInfo&) { return FlagsRole<GenerateFlags>("generate", AddGenerateCommand, RunGenerateCommand); }},
       {"make-demo-model",

@@ -15,7 +15,7 @@ struct RoleInfo {
 
 inline constexpr RoleInfo kRoles[] = {
     {"up", "run the whole stack on loopback behind one client port (supervisor)", true, ""},
-    {"orchestrator", "OpenAI Chat Completions front: calls encoders, LLM, decoders", false, "the orchestrator issue"},
+    {"orchestrator", "OpenAI Chat Completions front: calls encoders, LLM, decoders", true, ""},
     {"gateway", "one entry for every model server; cache-aware endpoint picking", true, ""},
     {"llm", "OpenAI-compatible LLM server (paged KV cache, prefix caching, batching)", true, ""},
     {"encoder", "vision or audio encoder server (POST /v1/encode)", false, "the encoder issue"},

@@ -1,0 +1,92 @@
+#include "services/orchestrator/orchestrator_config.h"
+
+#include "net/url.h"
+
+namespace omni::orchestrator {
+namespace {
+
+// A base URL the orchestrator appends paths to: http, a host and port, no
+// path, query or fragment.
+Status CheckBaseUrl(const ConfigNode& node, const std::string& path, const std::string& url) {
+  StatusOr<Url> parsed = ParseUrl(url);
+  if (!parsed.ok()) return ConfigError(node, path, parsed.status().message());
+  if (parsed->target != "/" || url.ends_with('/')) {
+    return ConfigError(node, path, "expected a base URL without a path, like http://127.0.0.1:8001");
+  }
+  return Status::Ok();
+}
+
+// Milliseconds in [1, max_ms] under `key`, into *out.
+Status GetMillis(ObjectReader& r, std::string_view key, int64_t scale, int64_t max, std::chrono::milliseconds* out) {
+  if (!r.Has(key)) return Status::Ok();
+  int64_t v = 0;
+  OMNI_RETURN_IF_ERROR(r.GetInt(key, &v));
+  OMNI_RETURN_IF_ERROR(r.Require(v >= 1 && v <= max, key, "must be in [1, " + std::to_string(max) + "]"));
+  *out = std::chrono::milliseconds(v * scale);
+  return Status::Ok();
+}
+
+Status ReadTimeouts(const ConfigNode& node, const std::string& path, OrchestratorTimeouts* t) {
+  ObjectReader r(node, path);
+  OMNI_RETURN_IF_ERROR(r.CheckIsMap());
+  OMNI_RETURN_IF_ERROR(GetMillis(r, "connect_ms", 1, 600'000, &t->connect));
+  OMNI_RETURN_IF_ERROR(GetMillis(r, "llm_s", 1000, 86'400, &t->llm));
+  OMNI_RETURN_IF_ERROR(GetMillis(r, "models_ms", 1, 600'000, &t->models));
+  OMNI_RETURN_IF_ERROR(GetMillis(r, "probe_ms", 1, 600'000, &t->probe));
+  return r.Finish();
+}
+
+Status ReadHealth(const ConfigNode& node, const std::string& path, OrchestratorConfig* c) {
+  ObjectReader r(node, path);
+  OMNI_RETURN_IF_ERROR(r.CheckIsMap());
+  OMNI_RETURN_IF_ERROR(GetMillis(r, "interval_ms", 1, 3'600'000, &c->probe_interval));
+  if (const ConfigNode* list = r.GetNode("components")) {
+    const std::string list_path = r.ChildPath("components");
+    if (list->kind != ConfigNode::Kind::kList) {
+      return ConfigError(*list, list_path, "expected a list, got " + std::string(list->KindName()));
+    }
+    for (size_t i = 0; i < list->list.size(); ++i) {
+      const std::string item_path = list_path + "[" + std::to_string(i) + "]";
+      ObjectReader item(list->list[i], item_path);
+      OMNI_RETURN_IF_ERROR(item.CheckIsMap());
+      Component component;
+      OMNI_RETURN_IF_ERROR(item.GetString("name", &component.name, /*required=*/true));
+      OMNI_RETURN_IF_ERROR(item.GetString("url", &component.url, /*required=*/true));
+      OMNI_RETURN_IF_ERROR(item.Require(!component.name.empty(), "name", "must not be empty"));
+      OMNI_RETURN_IF_ERROR(
+          item.Require(component.name != "gateway" && component.name != "store", "name",
+                       "`gateway` and `store` are reported already; give this component another name"));
+      for (const Component& seen : c->components) {
+        OMNI_RETURN_IF_ERROR(item.Require(seen.name != component.name, "name", "is listed twice"));
+      }
+      OMNI_RETURN_IF_ERROR(CheckBaseUrl(*item.GetNode("url"), item.ChildPath("url"), component.url));
+      OMNI_RETURN_IF_ERROR(item.Finish());
+      c->components.push_back(std::move(component));
+    }
+  }
+  return r.Finish();
+}
+
+}  // namespace
+
+StatusOr<OrchestratorConfig> ParseOrchestratorConfig(const ConfigNode& root) {
+  OrchestratorConfig c;
+  ObjectReader r(root, "");
+  OMNI_RETURN_IF_ERROR(r.CheckIsMap());
+  OMNI_RETURN_IF_ERROR(r.GetString("gateway", &c.gateway, /*required=*/true));
+  OMNI_RETURN_IF_ERROR(CheckBaseUrl(*r.GetNode("gateway"), "gateway", c.gateway));
+  OMNI_RETURN_IF_ERROR(r.GetString("store", &c.store));
+  OMNI_RETURN_IF_ERROR(r.Require(c.store.empty() || c.store.starts_with("file://") || c.store.starts_with("s3://"),
+                                 "store", "expected a file:// or s3:// URI"));
+  if (const ConfigNode* t = r.GetNode("timeouts")) OMNI_RETURN_IF_ERROR(ReadTimeouts(*t, "timeouts", &c.timeouts));
+  if (const ConfigNode* h = r.GetNode("health")) OMNI_RETURN_IF_ERROR(ReadHealth(*h, "health", &c));
+  OMNI_RETURN_IF_ERROR(r.Finish());
+  return c;
+}
+
+StatusOr<OrchestratorConfig> LoadOrchestratorConfig(const std::string& path) {
+  OMNI_ASSIGN_OR_RETURN(ConfigNode root, LoadConfigFile(path));
+  return ParseOrchestratorConfig(root);
+}
+
+}  // namespace omni::orchestrator

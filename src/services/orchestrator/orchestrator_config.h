@@ -1,0 +1,52 @@
+// The orchestrator's YAML config (docs/ORCHESTRATOR.md), parsed once at
+// start:
+//
+//   gateway: http://127.0.0.1:8001     # required: every model call goes there
+//   store: s3://bucket/prefix?endpoint=http://127.0.0.1:9000   # optional
+//   timeouts:                          # per stage
+//     connect_ms: 2000                 #   connecting to the gateway
+//     llm_s: 600                       #   a chat request through the gateway, whole
+//     models_ms: 5000                  #   GET /v1/models from the gateway
+//     probe_ms: 1000                   #   each health probe
+//   health:
+//     interval_ms: 1000                # how often the components are probed
+//     components:                      # reported by /health beside the gateway (and the store)
+//     - {name: llm-0, url: http://127.0.0.1:9001}
+//
+// Thread-safety: plain values.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/status.h"
+
+namespace omni::orchestrator {
+
+struct OrchestratorTimeouts {
+  std::chrono::milliseconds connect{2'000};
+  std::chrono::milliseconds llm{600'000};
+  std::chrono::milliseconds models{5'000};
+  std::chrono::milliseconds probe{1'000};
+};
+
+// A server whose /health the orchestrator probes and reports.
+struct Component {
+  std::string name;
+  std::string url;  // base URL: "http://127.0.0.1:9001"; /health is appended
+};
+
+struct OrchestratorConfig {
+  std::string gateway;  // base URL, "http://host:port", without a path
+  std::string store;    // object store URI (file:// or s3://); empty: none
+  OrchestratorTimeouts timeouts;
+  std::chrono::milliseconds probe_interval{1'000};
+  std::vector<Component> components;  // besides the gateway, which is always probed
+};
+
+StatusOr<OrchestratorConfig> ParseOrchestratorConfig(const ConfigNode& root);
+StatusOr<OrchestratorConfig> LoadOrchestratorConfig(const std::string& path);
+
+}  // namespace omni::orchestrator

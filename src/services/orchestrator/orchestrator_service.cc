@@ -1,0 +1,300 @@
+#include "services/orchestrator/orchestrator_service.h"
+
+#include <cstdio>
+
+#include "api/openai/openai_parse.h"
+#include "core/json_string.h"
+#include "core/log.h"
+#include "net/response_relay.h"
+
+namespace omni::orchestrator {
+namespace {
+
+// The encoder pool a media part needs.
+std::string_view PoolFor(ContentKind kind) {
+  switch (kind) {
+    case ContentKind::kImage:
+    case ContentKind::kVideo:
+      return "vision encoder";
+    case ContentKind::kAudio:
+      return "audio encoder";
+    case ContentKind::kText:
+      break;
+  }
+  return "encoder";
+}
+
+// The first media part, refused: this build has no encoder pools yet (the
+// image and audio understanding issues add them).
+Status RefuseMedia(const openai::ChatRequest& request) {
+  if (request.media.empty()) return Status::Ok();
+  const openai::MediaPart& part = request.media.front();
+  const std::string param =
+      "messages[" + std::to_string(part.message_index) + "].content[" + std::to_string(part.part_index) + "]";
+  return InvalidArgument(param + " is an " + part.part_type + " part, which needs a " + std::string(PoolFor(part.kind)) +
+                         " pool; this deployment has none (omniserve has no " + std::string(PoolFor(part.kind)) +
+                         " yet), so send text only")
+      .WithParam(param)
+      .WithErrorCode("media_pool_missing");
+}
+
+std::string Seconds(std::chrono::milliseconds d) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", static_cast<double>(d.count()) / 1000.0);
+  return buf;
+}
+
+std::vector<double> StageBuckets() { return {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}; }
+
+}  // namespace
+
+// One chat request's upstream call. The relay is used by the upstream
+// exchange's callbacks and then by Done, in turn (the client's io thread).
+struct OrchestratorService::Call {
+  explicit Call(std::shared_ptr<ResponseWriter> writer) : relay(std::move(writer)) {}
+
+  std::string request_id;
+  ResponseRelay relay;
+  Clock::MonoTime start{};
+
+  std::mutex mu;
+  std::shared_ptr<HttpCallHandle> upstream;  // guarded by mu
+  bool client_gone = false;                  // guarded by mu
+  bool shutting_down = false;                // guarded by mu
+};
+
+OrchestratorService::OrchestratorService(OrchestratorConfig config, Upstream& upstream, ObjectStore* store,
+                                         const Clock& clock, MetricsRegistry& metrics)
+    : config_(std::move(config)),
+      upstream_(upstream),
+      store_(store),
+      clock_(clock),
+      inflight_(metrics.AddGauge("orchestrator_requests_in_flight", "Chat requests being answered.").Get()),
+      llm_seconds_(metrics
+                       .AddHistogram("orchestrator_stage_duration_seconds",
+                                     "Time per stage of a chat request (llm: the gateway call, whole).", {"stage"},
+                                     StageBuckets())
+                       .WithLabels({"llm"})),
+      component_up_(metrics.AddGauge("orchestrator_component_up",
+                                     "1 if the component answered its last health probe, else 0.", {"component"})) {
+  auto& requests = metrics.AddCounter(
+      "orchestrator_requests_total",
+      "Chat requests by outcome: ok, upstream_error (the gateway answered >= 500), rejected (refused before any "
+      "upstream call), failed (the upstream call failed), client_gone.",
+      {"outcome"});
+  outcomes_ = Outcomes{&requests.WithLabels({"ok"}), &requests.WithLabels({"upstream_error"}),
+                       &requests.WithLabels({"rejected"}), &requests.WithLabels({"failed"}),
+                       &requests.WithLabels({"client_gone"})};
+  probes_.push_back(Probe{.name = "gateway", .url = config_.gateway, .health_url = config_.gateway + "/health"});
+  if (store_ != nullptr) probes_.push_back(Probe{.name = "store", .url = store_->uri()});
+  for (const Component& c : config_.components) {
+    probes_.push_back(Probe{.name = c.name, .url = c.url, .health_url = c.url + "/health"});
+  }
+  for (const Probe& p : probes_) component_up_.WithLabels({p.name}).Set(0);
+}
+
+OrchestratorService::~OrchestratorService() = default;
+
+void OrchestratorService::Chat(HttpRequest request, std::shared_ptr<ResponseWriter> writer) {
+  const log::RequestLog log(request.request_id);
+  StatusOr<openai::ChatRequest> parsed = openai::ParseChatRequest(request.body, openai::MediaForm::kRawMedia);
+  const Status refusal = parsed.ok() ? RefuseMedia(*parsed) : parsed.status();
+  if (!refusal.ok()) {
+    outcomes_.rejected->Inc();
+    log.Info("orchestrator: refused: {}", refusal.message());
+    writer->Send(ErrorResponse(refusal));
+    return;
+  }
+
+  auto call = std::make_shared<Call>(std::move(writer));
+  call->request_id = request.request_id;
+  call->start = clock_.Now();
+  HttpClientRequest up{.method = HttpMethod::kPost,
+                       .url = config_.gateway + "/v1/chat/completions",
+                       .headers = EndToEndHeaders(request.headers),
+                       .body = std::move(request.body),
+                       .timeout = config_.timeouts.llm};
+  up.headers.Set("x-request-id", request.request_id);
+  up.headers.Set("x-forwarded-for", ForwardedFor(request));
+
+  std::weak_ptr<Call> weak = call;
+  {
+    std::lock_guard lock(live_mu_);
+    live_.emplace(call.get(), weak);
+    // Arrived after the drain-deadline hook ran: cancelled at once below.
+    if (shutting_down_) call->shutting_down = true;
+  }
+  inflight_.Inc();
+  call->relay.writer().OnClientGone([weak] {
+    auto c = weak.lock();
+    if (c == nullptr) return;
+    std::lock_guard lock(c->mu);
+    c->client_gone = true;
+    if (c->upstream != nullptr) c->upstream->Cancel();
+  });
+  auto handle = upstream_.StreamAsync(std::move(up), call->relay.Callbacks(call),
+                                      [this, call](StatusOr<int> status) { Done(call, std::move(status)); });
+  std::lock_guard lock(call->mu);
+  call->upstream = std::move(handle);
+  if (call->client_gone || call->shutting_down) call->upstream->Cancel();
+}
+
+void OrchestratorService::Forget(const Call& call) {
+  std::lock_guard lock(live_mu_);
+  live_.erase(&call);
+}
+
+void OrchestratorService::Done(const std::shared_ptr<Call>& call, StatusOr<int> status) {
+  Forget(*call);
+  inflight_.Dec();
+  llm_seconds_.Observe(std::chrono::duration<double>(clock_.Now() - call->start).count());
+  bool client_gone = false, shutting_down = false;
+  {
+    std::lock_guard lock(call->mu);
+    client_gone = call->client_gone;
+    shutting_down = call->shutting_down;
+  }
+  ResponseRelay& relay = call->relay;
+  if (status.ok()) {
+    relay.Deliver();
+    (relay.status() < 500 ? outcomes_.ok : outcomes_.upstream_error)->Inc();
+    return;
+  }
+  const log::RequestLog log(call->request_id);
+  if (client_gone) {
+    outcomes_.client_gone->Inc();
+    log.Info("orchestrator: the client went away; the gateway call was cancelled");
+    return;
+  }
+  outcomes_.failed->Inc();
+  const std::string& why = status.status().message();
+  Status error;
+  if (shutting_down) {
+    error = Unavailable("the orchestrator is shutting down: the request was stopped at the drain deadline")
+                .WithErrorCode("server_shutdown");
+  } else if (status.status().code() == StatusCode::kDeadlineExceeded) {
+    error = DeadlineExceeded("the LLM stage did not finish within timeouts.llm_s (" + Seconds(config_.timeouts.llm) +
+                             " s): " + why)
+                .WithErrorCode("llm_timeout");
+  } else if (!relay.responded()) {
+    error = Unavailable("the gateway at " + config_.gateway + " did not answer: " + why)
+                .WithErrorCode("gateway_unavailable");
+  } else {
+    error = Unavailable("the gateway's answer broke off mid-stream: " + why).WithErrorCode("upstream_failed");
+  }
+  log.Warn("orchestrator: {}", error.message());
+  if (!relay.responded()) {
+    relay.Fail(error);
+  } else if (relay.event_stream()) {
+    relay.EndEventStream(error);
+  } else {
+    relay.Cut();
+  }
+}
+
+void OrchestratorService::StopForShutdown() {
+  std::vector<std::shared_ptr<Call>> calls;
+  {
+    std::lock_guard lock(live_mu_);
+    shutting_down_ = true;
+    for (const auto& [raw, weak] : live_) {
+      if (auto c = weak.lock()) calls.push_back(std::move(c));
+    }
+  }
+  OMNI_LOG(kInfo, "orchestrator: drain deadline: stopping {} chat requests", calls.size());
+  for (const auto& c : calls) {
+    std::lock_guard lock(c->mu);
+    c->shutting_down = true;
+    if (c->upstream != nullptr) c->upstream->Cancel();  // Done follows with Cancelled
+  }
+}
+
+HttpResponse OrchestratorService::Models(const HttpRequest& request) {
+  HttpClientRequest up{.url = config_.gateway + "/v1/models", .timeout = config_.timeouts.models};
+  up.headers.Set("x-request-id", request.request_id);
+  StatusOr<HttpClientResponse> r = upstream_.Request(up);
+  if (!r.ok()) {
+    Status error = r.status().code() == StatusCode::kDeadlineExceeded
+                       ? DeadlineExceeded("the gateway did not list its models within timeouts.models_ms (" +
+                                          std::to_string(config_.timeouts.models.count()) + " ms)")
+                       : Unavailable("the gateway at " + config_.gateway + " did not answer: " + r.status().message())
+                             .WithErrorCode("gateway_unavailable");
+    log::RequestLog(request.request_id).Warn("orchestrator: /v1/models: {}", error.message());
+    return ErrorResponse(error);
+  }
+  return HttpResponse{.status = r->status, .headers = EndToEndHeaders(r->headers), .body = std::move(r->body)};
+}
+
+std::string OrchestratorService::ProbeOne(const Probe& probe) {
+  if (probe.health_url.empty()) {
+    // The store: reachable if a HEAD is answered, found or not.
+    StatusOr<ObjectInfo> head = store_->Head("omniserve-health-probe");
+    if (head.ok() || head.status().code() == StatusCode::kNotFound) return "";
+    return head.status().ToString();
+  }
+  StatusOr<HttpClientResponse> r =
+      upstream_.Request(HttpClientRequest{.url = probe.health_url, .timeout = config_.timeouts.probe});
+  if (!r.ok()) return r.status().ToString();
+  if (r->status != 200) return "/health answered " + std::to_string(r->status);
+  return "";
+}
+
+void OrchestratorService::ProbeComponents() {
+  std::vector<Probe> probes;
+  {
+    std::lock_guard lock(probes_mu_);
+    probes = probes_;
+  }
+  std::vector<std::string> errors;
+  for (const Probe& p : probes) errors.push_back(ProbeOne(p));
+  std::lock_guard lock(probes_mu_);
+  for (size_t i = 0; i < probes_.size(); ++i) {
+    Probe& p = probes_[i];
+    const bool ok = errors[i].empty();
+    if (!p.probed || ok != p.ok) {
+      p.since = clock_.WallNow();
+      if (ok) {
+        OMNI_LOG(kInfo, "orchestrator: {} ({}) is up", p.name, p.url);
+      } else {
+        OMNI_LOG(kWarn, "orchestrator: {} ({}) is down: {}", p.name, p.url, errors[i]);
+      }
+    }
+    p.probed = true;
+    p.ok = ok;
+    p.error = std::move(errors[i]);
+    component_up_.WithLabels({p.name}).Set(ok ? 1 : 0);
+  }
+}
+
+HttpResponse OrchestratorService::Health() const {
+  std::lock_guard lock(probes_mu_);
+  bool essential_down = false, any_down = false;
+  std::string components;
+  for (const Probe& p : probes_) {
+    const bool ok = p.probed && p.ok;
+    any_down = any_down || !ok;
+    // Without the gateway or the store no request can be served.
+    if (!ok && (p.name == "gateway" || p.name == "store")) essential_down = true;
+    components += components.empty() ? "{\"name\":" : ",{\"name\":";
+    AppendJsonString(p.name, &components);
+    components += ",\"url\":";
+    AppendJsonString(p.url, &components);
+    components += ok ? ",\"status\":\"ok\"" : ",\"status\":\"down\"";
+    if (!ok) {
+      components += ",\"error\":";
+      AppendJsonString(p.probed ? p.error : "not probed yet", &components);
+    }
+    if (p.probed) {
+      char buf[48];
+      std::snprintf(buf, sizeof(buf), ",\"since\":%.3f",
+                    std::chrono::duration<double>(p.since.time_since_epoch()).count());
+      components += buf;
+    }
+    components += "}";
+  }
+  const char* status = essential_down ? "unavailable" : any_down ? "degraded" : "ok";
+  return JsonResponse(essential_down ? 503 : 200,
+                      std::string("{\"status\":\"") + status + "\",\"components\":[" + components + "]}");
+}
+
+}  // namespace omni::orchestrator
