@@ -131,9 +131,29 @@ Status WriteFileAtomically(const std::string& path, const std::string& text) {
   return Status::Ok();
 }
 
-// The stack in start order: the LLM replicas on ports the OS picked, then
-// the gateway over them on the client port (it serves the client until the
-// orchestrator exists).
+// `s` as a YAML single-quoted scalar (a data dir may hold any character).
+std::string YamlQuoted(std::string_view s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+// The orchestrator's config for the stack: the gateway, the local store,
+// and every child on its /health report.
+std::string OrchestratorYaml(const std::string& gateway_url, const std::string& store_uri,
+                             const std::vector<std::pair<std::string, std::string>>& components) {
+  std::string yaml = "# Written by `omniserve up` at every start.\n"
+                     "gateway: " + gateway_url + "\n"
+                     "store: " + YamlQuoted(store_uri) + "\n"
+                     "health:\n"
+                     "  interval_ms: 1000\n"
+                     "  components:\n";
+  for (const auto& [name, url] : components) yaml += "  - {name: " + name + ", url: " + YamlQuoted(url) + "}\n";
+  return yaml;
+}
+
+// The stack in start order: the LLM replicas and the gateway over them on
+// ports the OS picked, then the orchestrator on the client port.
 struct Stack {
   std::vector<ChildSpec> children;  // in start order
   std::vector<std::string> where;   // "llm-0 on http://127.0.0.1:PORT", one per child
@@ -144,8 +164,10 @@ StatusOr<Stack> StackChildren(const UpOptions& options, uint16_t client_port, co
   const std::vector<std::string> global = {options.self_path, "--log-level", options.log_level, "--log-format",
                                            options.log_format};
   Stack stack;
+  std::vector<std::pair<std::string, std::string>> components;  // the children behind the orchestrator
   auto role = [&](std::string name, std::vector<std::string> args, uint16_t port) {
     stack.where.push_back(name + " on " + BaseUrl(options.host, port));
+    components.emplace_back(name, BaseUrl(options.host, port));
     std::vector<std::string> argv = global;
     argv.insert(argv.end(), args.begin(), args.end());
     argv.insert(argv.end(), {"--host", options.host, "--port", std::to_string(port)});
@@ -163,12 +185,25 @@ StatusOr<Stack> StackChildren(const UpOptions& options, uint16_t client_port, co
                             {"llm", "--model", model_dir, "--served-model-name", kDemoModelName}, port));
   }
   const std::string run_dir = data_dir + "/run";
-  std::error_code ec;
-  std::filesystem::create_directories(run_dir, ec);
-  if (ec) return Internal("cannot create " + run_dir + ": " + ec.message());
+  const std::string objects_dir = data_dir + "/objects";
+  for (const std::string& dir : {run_dir, objects_dir}) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return Internal("cannot create " + dir + ": " + ec.message());
+  }
   const std::string gateway_config = run_dir + "/gateway.yaml";
   OMNI_RETURN_IF_ERROR(WriteFileAtomically(gateway_config, GatewayYaml(options.host, llm_ports)));
-  children.push_back(role("gateway", {"gateway", "--config", gateway_config}, client_port));
+  OMNI_ASSIGN_OR_RETURN(uint16_t gateway_port, PickFreePort(options.host));
+  children.push_back(role("gateway", {"gateway", "--config", gateway_config}, gateway_port));
+
+  // The gateway is the orchestrator's upstream; the rest are reported only.
+  components.erase(components.end() - 1);
+  const std::string orchestrator_config = run_dir + "/orchestrator.yaml";
+  OMNI_RETURN_IF_ERROR(WriteFileAtomically(
+      orchestrator_config,
+      OrchestratorYaml(BaseUrl(options.host, gateway_port),
+                       "file://" + std::filesystem::absolute(objects_dir).lexically_normal().string(), components)));
+  children.push_back(role("orchestrator", {"orchestrator", "--config", orchestrator_config}, client_port));
   return stack;
 }
 
@@ -238,7 +273,9 @@ int RunUp(const UpOptions& options) {
   OMNI_LOG(kInfo, "up: roles started: {}; built but not started by up yet: {}; not in this build yet: {}", started,
            not_started.empty() ? "none" : not_started, missing.empty() ? "none" : missing);
   for (const std::string& w : stack->where) OMNI_LOG(kInfo, "up: {}", w);
-  OMNI_LOG(kInfo, "up: the OpenAI API (model {}) is served by the gateway on {}, over {} llm replicas",
+  OMNI_LOG(kInfo,
+           "up: the OpenAI API (model {}) is served by the orchestrator on {}, through the gateway over {} llm "
+           "replicas",
            kDemoModelName, BaseUrl(options.host, port), options.llm_replicas);
   int rc = SuperviseUntilSignal(sup);
   sup.Stop();

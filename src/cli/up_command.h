@@ -4,9 +4,10 @@
 // before it answers /health, until SIGTERM/SIGINT, when it stops the children
 // in reverse order (each drains its in-flight requests).
 //
-// The stack today: N llm replicas on ports the OS picks and the gateway over
-// them on the client port; the gateway serves the OpenAI API there until the
-// orchestrator role exists (issue 15).
+// The stack today: N llm replicas and the gateway over them on ports the OS
+// picks, then the orchestrator on the client port, in front of the gateway;
+// its /health reports every child. Configs go to DATA_DIR/run/, objects to
+// DATA_DIR/objects/.
 #pragma once
 
 #include <chrono>

@@ -33,26 +33,40 @@ TEST(CliTest, VersionPrintsSemver) {
 }
 
 TEST(CliTest, RoleNotInBuildExitsWithReason) {
-  Child c({"orchestrator"});
+  Child c({"encoder"});
   int status = c.Wait();
   EXPECT_EQ(WEXITSTATUS(status), 2);
-  EXPECT_NE(c.output().find("the orchestrator role is not in this build yet"), std::string::npos) << c.output();
+  EXPECT_NE(c.output().find("the encoder role is not in this build yet"), std::string::npos) << c.output();
 }
 
 TEST(UpTest, ServesTheOpenAiApiOnTheDemoModelAndStopsOnSigterm) {
   std::string data_dir = ::testing::TempDir() + "omni-up-" + std::to_string(getpid());
   Child up({"--log-format", "json", "up", "--port", "0", "--data-dir", data_dir});
   // up picks the client port and names it once the stack is healthy.
-  std::string port = up.WaitForOutput(std::regex(R"(is served by the gateway on http://127\.0\.0\.1:(\d+))"));
+  std::string port = up.WaitForOutput(std::regex(R"(is served by the orchestrator on http://127\.0\.0\.1:(\d+))"));
   ASSERT_FALSE(port.empty()) << up.output();
   std::string base = "http://127.0.0.1:" + port;
   HttpClient client;
   ASSERT_EQ(testing::WaitForHealth(client, base), 200) << up.output();
-  // Dependency order: both replicas were healthy before the gateway started.
+  // Dependency order: both replicas were healthy before the gateway
+  // started, and the gateway before the orchestrator.
   const std::string& log = up.output();
   EXPECT_LT(log.find("llm-0 (pid"), log.find("started llm-1")) << log;
   EXPECT_LT(log.find("llm-1 (pid"), log.find("started gateway")) << log;
-  EXPECT_NE(log.find("up: roles started: llm, gateway;"), std::string::npos) << log;
+  EXPECT_LT(log.find("gateway (pid"), log.find("started orchestrator")) << log;
+  EXPECT_NE(log.find("up: roles started: llm, gateway, orchestrator;"), std::string::npos) << log;
+
+  // The client port's /health reports every child.
+  auto health = client.Request({.url = base + "/health"});
+  ASSERT_TRUE(health.ok());
+  auto hj = nlohmann::json::parse(health->body);
+  EXPECT_EQ(hj["status"], "ok") << health->body;
+  std::vector<std::string> reported;
+  for (const auto& c : hj["components"]) {
+    reported.push_back(c["name"].get<std::string>());
+    EXPECT_EQ(c["status"], "ok") << health->body;
+  }
+  EXPECT_EQ(reported, (std::vector<std::string>{"gateway", "store", "llm-0", "llm-1"})) << health->body;
 
   auto models = client.Request({.url = base + "/v1/models"});
   ASSERT_TRUE(models.ok());
@@ -105,14 +119,17 @@ TEST(UpTest, ServesTheOpenAiApiOnTheDemoModelAndStopsOnSigterm) {
     ASSERT_FALSE(j.is_discarded()) << line;
     roles.insert(j["role"].get<std::string>());
   }
-  EXPECT_EQ(roles, (std::set<std::string>{"up", "llm", "gateway"}));
-  // Stopped in reverse start order: the gateway before the replicas.
+  EXPECT_EQ(roles, (std::set<std::string>{"up", "llm", "gateway", "orchestrator"}));
+  // Stopped in reverse start order: the orchestrator, the gateway, then the replicas.
   const std::string& out = up.output();
   const size_t stop = out.find("up: signal");
   ASSERT_NE(stop, std::string::npos) << out;
+  const size_t orchestrator_exit = out.find("orchestrator (pid", stop);
   const size_t gateway_exit = out.find("gateway (pid", stop), llm_exit = out.find("llm-1 (pid", stop);
+  ASSERT_NE(orchestrator_exit, std::string::npos) << out;
   ASSERT_NE(gateway_exit, std::string::npos) << out;
   ASSERT_NE(llm_exit, std::string::npos) << out;
+  EXPECT_LT(orchestrator_exit, gateway_exit) << out;
   EXPECT_LT(gateway_exit, llm_exit) << out;
   EXPECT_LT(out.find("llm-1 (pid", stop), out.find("llm-0 (pid", stop)) << out;
   EXPECT_NE(up.output().find("up: stopped"), std::string::npos);

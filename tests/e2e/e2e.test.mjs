@@ -10,72 +10,24 @@
 // bounds, never performance assertions.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 
 import { joinChatStream } from '../node/chat_stream.mjs';
+import { OpenAI, Stack } from './stack.mjs';
 
-let OpenAI;
-try {
-  ({ default: OpenAI } = await import('openai'));
-} catch (e) {
-  throw new Error(`the npm package "openai" is missing (run \`npm ci\` in the repository root): ${e.message}`);
-}
-
-const BINARY = process.env.OMNISERVE_BINARY;
-const STARTUP_WAIT_MS = 300_000;
-const EXIT_WAIT_MS = 90_000;
-
-let workDir;
-let up;          // the ChildProcess of `omniserve up`
-let upLog = '';
-let upExit;      // Promise<{code, signal}>
+let stack;
 let origin;      // http://127.0.0.1:PORT
 let client;
 const model = 'omni-demo';
 
-function withTimeout(promise, ms, what) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms\n--- up's log ---\n${upLog}`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-function startUp(dataDir) {
-  up = spawn(BINARY, ['up', '--port', '0', '--data-dir', dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
-  upExit = new Promise((resolve) => up.on('exit', (code, signal) => resolve({ code, signal })));
-  return new Promise((resolve, reject) => {
-    const onData = (buf) => {
-      upLog += buf.toString();
-      const m = upLog.match(/the OpenAI API \(model [^)]*\) is served by [^\n]*? on http:\/\/127\.0\.0\.1:(\d+)/);
-      if (m) resolve(Number(m[1]));
-    };
-    up.stdout.on('data', onData);
-    up.stderr.on('data', onData);
-    up.on('error', reject);
-    upExit.then(({ code, signal }) => reject(new Error(`omniserve up exited early (code ${code}, signal ${signal})\n${upLog}`)));
-  });
-}
-
 before(async () => {
-  assert.ok(BINARY, 'set OMNISERVE_BINARY to the omniserve binary');
-  assert.ok(existsSync(BINARY), `no binary at ${BINARY}`);
-  workDir = mkdtempSync(path.join(tmpdir(), 'omniserve-e2e-'));
-  const port = await withTimeout(startUp(workDir), STARTUP_WAIT_MS, 'waiting for up to serve');
-  origin = `http://127.0.0.1:${port}`;
-  client = new OpenAI({ baseURL: `${origin}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 120_000 });
+  stack = await new Stack(process.env.OMNISERVE_BINARY).start();
+  origin = stack.origin;
+  client = stack.client();
 });
 
 after(async () => {
-  if (up && up.exitCode === null && up.signalCode === null) {
-    up.kill('SIGKILL');
-    await upExit;
-  }
-  if (workDir) rmSync(workDir, { recursive: true, force: true });
+  if (stack) await stack.dispose();
 });
 
 // Long enough for the gateway's approximate prefix index (64-character
@@ -116,9 +68,15 @@ function checkUsage(usage, maxTokens) {
   assert.equal(usage.total_tokens, usage.prompt_tokens + usage.completion_tokens);
 }
 
-test('GET /health and /v1/models: the demo model is listed', async () => {
+test('GET /health reports every child of up, and /v1/models lists the demo model', async () => {
   const health = await fetch(`${origin}/health`);
   assert.equal(health.status, 200);
+  const report = await health.json();
+  assert.equal(report.status, 'ok', JSON.stringify(report));
+  assert.deepEqual(report.components.map((c) => [c.name, c.status]),
+    [['gateway', 'ok'], ['store', 'ok'], ['llm-0', 'ok'], ['llm-1', 'ok']]);
+  assert.equal(report.components[0].url, stack.urlOf('gateway'));
+  assert.equal(report.components[2].url, stack.urlOf('llm-0'));
   const models = await client.models.list();
   assert.deepEqual(models.data.map((m) => m.id), [model]);
   assert.equal(models.data[0].object, 'model');
@@ -238,11 +196,17 @@ test('errors: precise 4xx OpenAI errors, and the stack keeps serving', async () 
     model, messages: user, tools: [{ type: 'function', function: { name: 'known' } }],
     tool_choice: { type: 'function', function: { name: 'unknown' } },
   }), (e) => e instanceof OpenAI.BadRequestError && e.param === 'tool_choice.function.name');
-  // A media part: no encoder pool serves it yet; the error names the part.
-  await assert.rejects(client.chat.completions.create({
-    model, messages: [{ role: 'user', content: [{ type: 'text', text: 'what is this?' },
-      { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } }] }],
-  }), (e) => e instanceof OpenAI.BadRequestError && e.param?.startsWith('messages[0].content[1]'));
+  // Media parts: no encoder pool serves them yet; the error names the part
+  // and the pool it needs.
+  for (const [part, pool] of [
+    [{ type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } }, 'vision encoder pool'],
+    [{ type: 'input_audio', input_audio: { data: 'UklGRiQAAABXQVZF', format: 'wav' } }, 'audio encoder pool']]) {
+    await assert.rejects(client.chat.completions.create({
+      model, messages: [{ role: 'user', content: [{ type: 'text', text: 'what is this?' }, part] }],
+    }), (e) => e instanceof OpenAI.BadRequestError && e.param === 'messages[0].content[1]' &&
+      e.code === 'media_pool_missing' && e.message.includes(pool) && e.message.includes(part.type),
+    `expected a 400 naming ${part.type} and the ${pool}`);
+  }
   // An oversize body (a Content-Length over the 64 MiB limit): 413 before
   // the body is read, and nothing else breaks.
   const head = await rawExchange(`POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n` +
@@ -253,10 +217,29 @@ test('errors: precise 4xx OpenAI errors, and the stack keeps serving', async () 
   assert.equal(ok.choices.length, 1);
 });
 
+test('OmniServe\'s path /b/v1/chat/completions answers as /v1 does', async () => {
+  const b = stack.client({ baseURL: `${origin}/b/v1` });
+  const params = { model, max_tokens: 6, temperature: 0, ...NO_THINK, messages: [{ role: 'user', content: 'Hello' }] };
+  const [viaB, viaV1] = await Promise.all([b.chat.completions.create(params), client.chat.completions.create(params)]);
+  assert.equal(viaB.object, 'chat.completion');
+  assert.equal(viaB.choices[0].message.content, viaV1.choices[0].message.content);
+});
+
+test('x-request-id: the client\'s id reaches the LLM replica and is in every role\'s log lines for it', async () => {
+  const id = `e2e-${process.pid}-${Date.now()}`;
+  const r = await client.chat.completions.create(
+    { model, max_tokens: 3, ...NO_THINK, messages: [{ role: 'user', content: 'Hi there' }] },
+    { headers: { 'x-request-id': id } });
+  assert.equal(r.choices.length, 1);
+  await new Promise((resolve) => setTimeout(resolve, 200));  // the access lines are written after the reply
+  const lines = stack.log.split('\n').filter((l) => l.includes(id));
+  const roles = new Set(lines.map((l) => l.match(/role=(\S+)/)?.[1]));
+  assert.ok(roles.has('orchestrator') && roles.has('llm'), `lines with ${id}:\n${lines.join('\n')}`);
+});
+
 test('SIGTERM stops the stack with exit code 0', async () => {
-  up.kill('SIGTERM');
-  const { code, signal } = await withTimeout(upExit, EXIT_WAIT_MS, 'waiting for up to exit');
-  assert.equal(signal, null, upLog);
-  assert.equal(code, 0, upLog);
-  assert.match(upLog, /up: stopped/);
+  const { code, signal } = await stack.stop();
+  assert.equal(signal, null, stack.log);
+  assert.equal(code, 0, stack.log);
+  assert.match(stack.log, /up: stopped/);
 });
