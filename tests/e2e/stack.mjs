@@ -3,7 +3,7 @@
 // says about its children read from that log. Waits are fail-fast bounds,
 // never performance assertions.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
@@ -68,13 +68,14 @@ export class Stack {
     return m[1];
   }
 
-  // Resolves with the client port's /health report once `accept` holds.
+  // Resolves with the client port's /health report (its HTTP status in
+  // `http`) once `accept` holds.
   async waitForHealth(accept, what) {
     return this.withTimeout((async () => {
       for (;;) {
         try {
           const r = await fetch(`${this.origin}/health`);
-          const report = { status: r.status, ...(await r.json()) };
+          const report = { ...(await r.json()), http: r.status };
           if (accept(report)) return report;
         } catch {
           // not serving yet
@@ -99,11 +100,13 @@ export class Stack {
   }
 
   // For `after`: SIGKILL if still running, and the data directory removed.
+  // With E2E_LOG_DIR set, up's whole log is kept there.
   async dispose() {
     if (this.up && this.up.exitCode === null && this.up.signalCode === null) {
       this.up.kill('SIGKILL');
       await this.exit;
     }
+    if (process.env.E2E_LOG_DIR) writeFileSync(path.join(process.env.E2E_LOG_DIR, `up-${process.pid}.log`), this.log);
     rmSync(this.workDir, { recursive: true, force: true });
   }
 }
