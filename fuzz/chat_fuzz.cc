@@ -1,11 +1,12 @@
-// libFuzzer target for the chat edge of the LLM server, both directions:
-// ParseChatRequest (api/openai/openai_parse.h) on the input as a request
-// body, and OutputParser (services/llm/output_parser.h) on the input as model
+// libFuzzer target for the chat edge of the LLM server and the orchestrator,
+// both directions: ParseChatRequest (api/openai/openai_parse.h), in both
+// media forms, on the input as a request body, and OutputParser (services/llm/output_parser.h) on the input as model
 // output, pushed in pieces whose sizes come from the input itself. Seeds:
 // fuzz/corpus/chat.
 //
 // Requests: any input is a ChatRequest or InvalidArgument, never a crash or
-// another code; a parsed request's tool_choice names one of its tools.
+// another code; a parsed request's tool_choice names one of its tools; the
+// orchestrator's form (raw media) accepts whatever the LLM server's does.
 // Output: no crash or out-of-bounds read; every tool call's arguments are a
 // JSON object; the streamed fragments of each call join to its arguments;
 // the same text in one piece parses to the same result (splits never matter).
@@ -74,6 +75,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     bool found = false;
     for (const auto& t : req->tool_specs) found = found || t.name == req->tool_choice.name;
     OMNI_CHECK(found);
+  }
+  // As the orchestrator parses it: raw media forms are a superset of
+  // embedding-object references, so whatever the LLM server accepts it
+  // accepts too, with the same media parts.
+  omni::StatusOr<omni::openai::ChatRequest> raw =
+      omni::openai::ParseChatRequest(input, omni::openai::MediaForm::kRawMedia);
+  if (!raw.ok()) OMNI_CHECK(raw.status().code() == omni::StatusCode::kInvalidArgument) << raw.status().ToString();
+  if (req.ok()) {
+    OMNI_CHECK(raw.ok()) << raw.status().ToString();
+    OMNI_CHECK(raw->media.size() == req->media.size());
   }
 
   // As model output, with two tools of every parameter kind.

@@ -5,9 +5,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "cli/demo_model_command.h"
 #include "cli/roles.h"
@@ -78,6 +80,15 @@ std::string HostPort(const std::string& host, uint16_t port) {
 }
 
 std::string BaseUrl(const std::string& host, uint16_t port) { return "http://" + HostPort(host, port); }
+
+// The cores each of `replicas` LLM servers computes on: the machine's cores
+// shared out, at least one each. Each replica otherwise takes every core,
+// and N spinning OpenMP teams on the same cores slow every step many times
+// over (bench/orchestrator/prefix_hits.sh measured 26x on 2 cores).
+int ThreadsPerReplica(int replicas) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / std::max(1, replicas));
+}
 
 // Ready once GET /health answers 200 (a role answers 503 while it loads).
 std::function<bool()> HealthReady(HttpClient& client, std::string url) {
@@ -178,11 +189,13 @@ StatusOr<Stack> StackChildren(const UpOptions& options, uint16_t client_port, co
   };
   std::vector<ChildSpec>& children = stack.children;
   std::vector<uint16_t> llm_ports;
+  const std::string threads = std::to_string(ThreadsPerReplica(options.llm_replicas));
   for (int i = 0; i < options.llm_replicas; ++i) {
     OMNI_ASSIGN_OR_RETURN(uint16_t port, PickFreePort(options.host));
     llm_ports.push_back(port);
     children.push_back(role("llm-" + std::to_string(i),
-                            {"llm", "--model", model_dir, "--served-model-name", kDemoModelName}, port));
+                            {"llm", "--model", model_dir, "--served-model-name", kDemoModelName, "--threads", threads},
+                            port));
   }
   const std::string run_dir = data_dir + "/run";
   const std::string objects_dir = data_dir + "/objects";
