@@ -41,9 +41,13 @@ RoleCommand UpRole(const RoleInfo& info, std::string self_path) {
                        sub->add_option("--port", up->port, "client port (0: the OS picks; up logs it)")
                            ->capture_default_str();
                        sub->add_option("--data-dir", up->data_dir, "models and objects (default $HOME/.cache/omniserve)");
-                       sub->add_option("--llm-replicas", up->llm_replicas, "LLM servers behind the gateway")
-                           ->capture_default_str()
+                       sub->add_option("--llm-replicas", up->llm_replicas,
+                                       "LLM servers behind the gateway (default: the config's llm.replicas, else 2)")
                            ->check(CLI::Range(1, 64));
+                       sub->add_option("--config", up->config,
+                                       "the stack's model folders, store and role flags (YAML; docs/CLI.md); "
+                                       "default: the demo model on a local store")
+                           ->check(CLI::ExistingFile);
                        sub->add_option("--start-timeout-s", *start_timeout_s,
                                        "how long each role may take to become healthy; the next starts after it")
                            ->capture_default_str()

@@ -15,6 +15,7 @@
 #include "cli/roles.h"
 #include "core/log.h"
 #include "net/http_client.h"
+#include "services/stack_config.h"
 #include "services/supervisor.h"
 
 namespace omni::cli {
@@ -99,10 +100,17 @@ std::function<bool()> HealthReady(HttpClient& client, std::string url) {
   };
 }
 
+// `s` as a YAML single-quoted scalar (a data dir may hold any character).
+std::string YamlQuoted(std::string_view s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
 // The gateway's config for the stack: one LLM pool over the replicas, picked
 // by llm-d's default weights (prefix 3, queue 2, KV utilization 2) after the
 // health and saturation filters (docs/GATEWAY.md).
-std::string GatewayYaml(const std::string& host, const std::vector<uint16_t>& llm_ports) {
+std::string GatewayYaml(const std::string& host, const std::vector<uint16_t>& llm_ports, const std::string& model) {
   std::string endpoints;
   for (uint16_t p : llm_ports) endpoints += (endpoints.empty() ? "\"" : ", \"") + HostPort(host, p) + "\"";
   return "# Written by `omniserve up` at every start.\n"
@@ -125,7 +133,7 @@ std::string GatewayYaml(const std::string& host, const std::vector<uint16_t>& ll
          "pools:\n"
          "- name: llm\n"
          "  role: llm\n"
-         "  models: [" + std::string(kDemoModelName) + "]\n"
+         "  models: [" + YamlQuoted(model) + "]\n"
          "  endpoints: [" + endpoints + "]\n";
 }
 
@@ -142,20 +150,18 @@ Status WriteFileAtomically(const std::string& path, const std::string& text) {
   return Status::Ok();
 }
 
-// `s` as a YAML single-quoted scalar (a data dir may hold any character).
-std::string YamlQuoted(std::string_view s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
-}
-
 // The orchestrator's config for the stack: the gateway, the local store,
 // and every child on its /health report.
 std::string OrchestratorYaml(const std::string& gateway_url, const std::string& store_uri,
+                             const orchestrator::OrchestratorTimeouts& t,
                              const std::vector<std::pair<std::string, std::string>>& components) {
   std::string yaml = "# Written by `omniserve up` at every start.\n"
                      "gateway: " + gateway_url + "\n"
                      "store: " + YamlQuoted(store_uri) + "\n"
+                     "timeouts: {connect_ms: " + std::to_string(t.connect.count()) +
+                     ", llm_s: " + std::to_string(t.llm.count() / 1000) +
+                     ", models_ms: " + std::to_string(t.models.count()) +
+                     ", probe_ms: " + std::to_string(t.probe.count()) + "}\n"
                      "health:\n"
                      "  interval_ms: 1000\n"
                      "  components:\n";
@@ -170,17 +176,29 @@ struct Stack {
   std::vector<std::string> where;   // "llm-0 on http://127.0.0.1:PORT", one per child
 };
 
+// What the stack runs on: the demo model and the local store, or what
+// `--config` names.
+struct Plan {
+  StackConfig config;
+  std::string model_dir;
+  std::string model_name;  // served
+  int replicas = 2;
+  std::string store;       // the orchestrator's and every replica's
+};
+
 StatusOr<Stack> StackChildren(const UpOptions& options, uint16_t client_port, const std::string& data_dir,
-                              const std::string& model_dir, HttpClient& health_client) {
+                              const Plan& plan, HttpClient& health_client) {
   const std::vector<std::string> global = {options.self_path, "--log-level", options.log_level, "--log-format",
                                            options.log_format};
   Stack stack;
   std::vector<std::pair<std::string, std::string>> components;  // the children behind the orchestrator
-  auto role = [&](std::string name, std::vector<std::string> args, uint16_t port) {
+  auto role = [&](std::string name, std::vector<std::string> args, const std::vector<std::string>& extra,
+                  uint16_t port) {
     stack.where.push_back(name + " on " + BaseUrl(options.host, port));
     components.emplace_back(name, BaseUrl(options.host, port));
     std::vector<std::string> argv = global;
     argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), extra.begin(), extra.end());
     argv.insert(argv.end(), {"--host", options.host, "--port", std::to_string(port)});
     return ChildSpec{.name = std::move(name),
                      .argv = std::move(argv),
@@ -189,35 +207,68 @@ StatusOr<Stack> StackChildren(const UpOptions& options, uint16_t client_port, co
   };
   std::vector<ChildSpec>& children = stack.children;
   std::vector<uint16_t> llm_ports;
-  const std::string threads = std::to_string(ThreadsPerReplica(options.llm_replicas));
-  for (int i = 0; i < options.llm_replicas; ++i) {
+  const int threads = plan.config.llm.threads > 0 ? plan.config.llm.threads : ThreadsPerReplica(plan.replicas);
+  for (int i = 0; i < plan.replicas; ++i) {
     OMNI_ASSIGN_OR_RETURN(uint16_t port, PickFreePort(options.host));
     llm_ports.push_back(port);
     children.push_back(role("llm-" + std::to_string(i),
-                            {"llm", "--model", model_dir, "--served-model-name", kDemoModelName, "--threads", threads},
-                            port));
+                            {"llm", "--model", plan.model_dir, "--served-model-name", plan.model_name, "--threads",
+                             std::to_string(threads), "--store", plan.store},
+                            plan.config.llm.args, port));
   }
   const std::string run_dir = data_dir + "/run";
-  const std::string objects_dir = data_dir + "/objects";
-  for (const std::string& dir : {run_dir, objects_dir}) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) return Internal("cannot create " + dir + ": " + ec.message());
-  }
+  std::error_code ec;
+  std::filesystem::create_directories(run_dir, ec);
+  if (ec) return Internal("cannot create " + run_dir + ": " + ec.message());
   const std::string gateway_config = run_dir + "/gateway.yaml";
-  OMNI_RETURN_IF_ERROR(WriteFileAtomically(gateway_config, GatewayYaml(options.host, llm_ports)));
+  OMNI_RETURN_IF_ERROR(WriteFileAtomically(gateway_config, GatewayYaml(options.host, llm_ports, plan.model_name)));
   OMNI_ASSIGN_OR_RETURN(uint16_t gateway_port, PickFreePort(options.host));
-  children.push_back(role("gateway", {"gateway", "--config", gateway_config}, gateway_port));
+  children.push_back(role("gateway", {"gateway", "--config", gateway_config}, plan.config.gateway_args, gateway_port));
 
   // The gateway is the orchestrator's upstream; the rest are reported only.
   components.erase(components.end() - 1);
   const std::string orchestrator_config = run_dir + "/orchestrator.yaml";
   OMNI_RETURN_IF_ERROR(WriteFileAtomically(
-      orchestrator_config,
-      OrchestratorYaml(BaseUrl(options.host, gateway_port),
-                       "file://" + std::filesystem::absolute(objects_dir).lexically_normal().string(), components)));
-  children.push_back(role("orchestrator", {"orchestrator", "--config", orchestrator_config}, client_port));
+      orchestrator_config, OrchestratorYaml(BaseUrl(options.host, gateway_port), plan.store,
+                                            plan.config.orchestrator_timeouts, components)));
+  children.push_back(role("orchestrator", {"orchestrator", "--config", orchestrator_config},
+                          plan.config.orchestrator_args, client_port));
   return stack;
+}
+
+// Reads --config (if any) and settles the model, the replicas and the store;
+// writes the demo model on first start when no model is named.
+StatusOr<Plan> MakePlan(const UpOptions& options, const std::string& data_dir) {
+  Plan plan;
+  if (!options.config.empty()) {
+    StatusOr<StackConfig> config = LoadStackConfig(options.config);
+    if (!config.ok()) return Status(config.status()).Annotate("--config " + options.config);
+    plan.config = std::move(config).value();
+  }
+  if (plan.config.llm.model.empty()) {
+    OMNI_ASSIGN_OR_RETURN(plan.model_dir, EnsureDemoModel(data_dir));
+  } else {
+    plan.model_dir = std::filesystem::absolute(plan.config.llm.model).lexically_normal().string();
+    if (!std::filesystem::exists(plan.model_dir + "/config.json")) {
+      return InvalidArgument("--config " + options.config + ": llm.model: no config.json in " + plan.model_dir);
+    }
+  }
+  plan.model_name = plan.config.llm.served_model_name;
+  if (plan.model_name.empty()) {
+    plan.model_name = plan.config.llm.model.empty()
+                          ? std::string(kDemoModelName)
+                          : std::filesystem::path(plan.model_dir).filename().string();
+  }
+  plan.replicas = options.llm_replicas.value_or(plan.config.llm.replicas.value_or(2));
+  plan.store = plan.config.store;
+  if (plan.store.empty()) {
+    const std::string objects_dir = data_dir + "/objects";
+    std::error_code ec;
+    std::filesystem::create_directories(objects_dir, ec);
+    if (ec) return Internal("cannot create " + objects_dir + ": " + ec.message());
+    plan.store = "file://" + std::filesystem::absolute(objects_dir).lexically_normal().string();
+  }
+  return plan;
 }
 
 // Blocks SIGTERM and SIGINT in this thread (children start with a clean
@@ -248,10 +299,10 @@ int RunUp(const UpOptions& options) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
   std::string data_dir = options.data_dir.empty() ? DefaultDataDir() : options.data_dir;
-  auto model_dir = EnsureDemoModel(data_dir);
-  if (!model_dir.ok()) {
-    OMNI_LOG(kError, "up: {}", model_dir.status().ToString());
-    return 1;
+  StatusOr<Plan> plan = MakePlan(options, data_dir);
+  if (!plan.ok()) {
+    OMNI_LOG(kError, "up: {}", plan.status().ToString());
+    return plan.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
   uint16_t port = options.port;
   if (port == 0) {
@@ -263,7 +314,7 @@ int RunUp(const UpOptions& options) {
     port = *picked;
   }
   HttpClient health_client(HttpClientOptions{.connect_timeout = std::chrono::milliseconds(1000)});
-  StatusOr<Stack> stack = StackChildren(options, port, data_dir, *model_dir, health_client);
+  StatusOr<Stack> stack = StackChildren(options, port, data_dir, *plan, health_client);
   if (!stack.ok()) {
     OMNI_LOG(kError, "up: {}", stack.status().ToString());
     return 1;
@@ -286,10 +337,11 @@ int RunUp(const UpOptions& options) {
   OMNI_LOG(kInfo, "up: roles started: {}; built but not started by up yet: {}; not in this build yet: {}", started,
            not_started.empty() ? "none" : not_started, missing.empty() ? "none" : missing);
   for (const std::string& w : stack->where) OMNI_LOG(kInfo, "up: {}", w);
+  OMNI_LOG(kInfo, "up: model {} from {}; objects in {}", plan->model_name, plan->model_dir, plan->store);
   OMNI_LOG(kInfo,
            "up: the OpenAI API (model {}) is served by the orchestrator on {}, through the gateway over {} llm "
            "replicas",
-           kDemoModelName, BaseUrl(options.host, port), options.llm_replicas);
+           plan->model_name, BaseUrl(options.host, port), plan->replicas);
   int rc = SuperviseUntilSignal(sup);
   sup.Stop();
   OMNI_LOG(kInfo, "up: stopped");

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace omni::cli {
@@ -20,7 +21,10 @@ struct UpOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8000;
   std::string data_dir;   // models and objects; default $HOME/.cache/omniserve
-  int llm_replicas = 2;   // behind the gateway, so prefix-aware routing is on the path
+  std::string config;     // `up --config FILE` (services/stack_config.h); empty: the demo stack
+  // Behind the gateway, so prefix-aware routing is on the path; unset: the
+  // config's llm.replicas, else 2.
+  std::optional<int> llm_replicas;
   std::string self_path;  // this binary, for starting roles as children
   std::string log_level = "info";  // passed on to every child
   std::string log_format = "text";

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -134,6 +135,68 @@ TEST(UpTest, ServesTheOpenAiApiOnTheDemoModelAndStopsOnSigterm) {
   EXPECT_LT(out.find("llm-1 (pid", stop), out.find("llm-0 (pid", stop)) << out;
   EXPECT_NE(up.output().find("up: stopped"), std::string::npos);
   std::filesystem::remove_all(data_dir);
+}
+
+TEST(UpTest, AConfigPointsTheStackAtAModelFolderAStoreAndRoleFlags) {
+  const std::string dir = ::testing::TempDir() + "omni-up-config-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir + "/objects");
+  Child model({"make-demo-model", "--out", dir + "/models/my-llm"});
+  ASSERT_EQ(WEXITSTATUS(model.Wait()), 0) << model.output();
+  {
+    std::ofstream yaml(dir + "/stack.yaml");
+    yaml << "store: file://" << dir << "/objects\n"
+         << "llm: {model: " << dir << "/models/my-llm, served_model_name: my-llm, replicas: 1,\n"
+         << "      args: [--max-model-len, '256']}\n"
+         << "orchestrator: {timeouts: {llm_s: 30}}\n";
+  }
+  Child up({"up", "--port", "0", "--data-dir", dir + "/data", "--config", dir + "/stack.yaml"});
+  std::string port = up.WaitForOutput(std::regex(R"(is served by the orchestrator on http://127\.0\.0\.1:(\d+))"));
+  ASSERT_FALSE(port.empty()) << up.output();
+  const std::string base = "http://127.0.0.1:" + port;
+  HttpClient client;
+  ASSERT_EQ(testing::WaitForHealth(client, base), 200) << up.output();
+
+  auto models = client.Request({.url = base + "/v1/models"});
+  ASSERT_TRUE(models.ok());
+  EXPECT_EQ(nlohmann::json::parse(models->body)["data"][0]["id"], "my-llm") << models->body;
+  auto health = client.Request({.url = base + "/health"});
+  ASSERT_TRUE(health.ok());
+  auto hj = nlohmann::json::parse(health->body);
+  std::vector<std::string> reported;
+  for (const auto& c : hj["components"]) reported.push_back(c["name"].get<std::string>());
+  EXPECT_EQ(reported, (std::vector<std::string>{"gateway", "store", "llm-0"})) << health->body;
+  EXPECT_EQ(hj["components"][1]["url"], "file://" + dir + "/objects") << health->body;
+  auto chat = client.Request({.method = HttpMethod::kPost, .url = base + "/v1/chat/completions",
+                              .body = R"({"model":"my-llm","max_tokens":4,"messages":[{"role":"user","content":"hi"}]})"});
+  ASSERT_TRUE(chat.ok());
+  EXPECT_EQ(chat->status, 200) << chat->body;
+  // The named folder is served; no demo model was written; the role flags
+  // and timeouts reached the children.
+  EXPECT_FALSE(std::filesystem::exists(dir + "/data/models")) << up.output();
+  std::ifstream written(dir + "/data/run/orchestrator.yaml");
+  std::stringstream text;
+  text << written.rdbuf();
+  EXPECT_NE(text.str().find("llm_s: 30"), std::string::npos) << text.str();
+  EXPECT_NE(up.output().find("llm: serving my-llm ("), std::string::npos) << up.output();
+  EXPECT_NE(up.output().find("max_model_len 256)"), std::string::npos) << up.output();
+
+  ASSERT_EQ(kill(up.pid(), SIGTERM), 0);
+  EXPECT_EQ(WEXITSTATUS(up.Wait()), 0) << up.output();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(UpTest, ABadConfigStopsTheStartNamingTheField) {
+  const std::string dir = ::testing::TempDir() + "omni-up-badconfig-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream yaml(dir + "/stack.yaml");
+    yaml << "llm: {replicas: 0}\n";
+  }
+  Child up({"up", "--port", "0", "--data-dir", dir + "/data", "--config", dir + "/stack.yaml"});
+  EXPECT_EQ(WEXITSTATUS(up.Wait()), 2);
+  EXPECT_NE(up.output().find("llm.replicas: must be in [1, 64]"), std::string::npos) << up.output();
+  EXPECT_FALSE(std::filesystem::exists(dir + "/data/models")) << up.output();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -26,7 +26,9 @@ Status GetMillis(ObjectReader& r, std::string_view key, int64_t scale, int64_t m
   return Status::Ok();
 }
 
-Status ReadTimeouts(const ConfigNode& node, const std::string& path, OrchestratorTimeouts* t) {
+}  // namespace
+
+Status ReadOrchestratorTimeouts(const ConfigNode& node, const std::string& path, OrchestratorTimeouts* t) {
   ObjectReader r(node, path);
   OMNI_RETURN_IF_ERROR(r.CheckIsMap());
   OMNI_RETURN_IF_ERROR(GetMillis(r, "connect_ms", 1, 600'000, &t->connect));
@@ -35,6 +37,8 @@ Status ReadTimeouts(const ConfigNode& node, const std::string& path, Orchestrato
   OMNI_RETURN_IF_ERROR(GetMillis(r, "probe_ms", 1, 600'000, &t->probe));
   return r.Finish();
 }
+
+namespace {
 
 Status ReadHealth(const ConfigNode& node, const std::string& path, OrchestratorConfig* c) {
   ObjectReader r(node, path);
@@ -78,7 +82,7 @@ StatusOr<OrchestratorConfig> ParseOrchestratorConfig(const ConfigNode& root) {
   OMNI_RETURN_IF_ERROR(r.GetString("store", &c.store));
   OMNI_RETURN_IF_ERROR(r.Require(c.store.empty() || c.store.starts_with("file://") || c.store.starts_with("s3://"),
                                  "store", "expected a file:// or s3:// URI"));
-  if (const ConfigNode* t = r.GetNode("timeouts")) OMNI_RETURN_IF_ERROR(ReadTimeouts(*t, "timeouts", &c.timeouts));
+  if (const ConfigNode* t = r.GetNode("timeouts")) OMNI_RETURN_IF_ERROR(ReadOrchestratorTimeouts(*t, "timeouts", &c.timeouts));
   if (const ConfigNode* h = r.GetNode("health")) OMNI_RETURN_IF_ERROR(ReadHealth(*h, "health", &c));
   OMNI_RETURN_IF_ERROR(r.Finish());
   return c;

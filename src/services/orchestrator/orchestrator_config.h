@@ -47,6 +47,8 @@ struct OrchestratorConfig {
 };
 
 StatusOr<OrchestratorConfig> ParseOrchestratorConfig(const ConfigNode& root);
+// The `timeouts` map at `path` (also read by `up --config`).
+Status ReadOrchestratorTimeouts(const ConfigNode& node, const std::string& path, OrchestratorTimeouts* t);
 StatusOr<OrchestratorConfig> LoadOrchestratorConfig(const std::string& path);
 
 }  // namespace omni::orchestrator

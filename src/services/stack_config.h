@@ -1,0 +1,48 @@
+// The config of `omniserve up --config FILE` (docs/CLI.md): what the stack
+// runs on when it is not the demo model on a local store. Parsed once, at
+// start; every error names the field and its position.
+//
+//   store: s3://omni/objects?endpoint=http://127.0.0.1:9000   # default: file://DATA_DIR/objects
+//   llm:
+//     model: /models/seed-omni-8b/llm      # a model folder; default: the demo model
+//     served_model_name: seed-omni-8b      # default: the folder's name
+//     replicas: 2                          # --llm-replicas wins when given
+//     threads: 8                           # compute threads per replica; default: the cores shared out
+//     args: [--kv-cache-memory, "8589934592"]   # more `omniserve llm` flags
+//   gateway: {args: [--request-timeout-s, "900"]}
+//   orchestrator:
+//     timeouts: {llm_s: 900}               # as in the orchestrator's config (docs/ORCHESTRATOR.md)
+//     args: [--max-body-bytes, "134217728"]
+//
+// Thread-safety: plain values.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/status.h"
+#include "services/orchestrator/orchestrator_config.h"
+
+namespace omni {
+
+struct StackConfig {
+  struct Llm {
+    std::string model;              // empty: the demo model, written to DATA_DIR on first start
+    std::string served_model_name;  // empty: the folder's name
+    std::optional<int> replicas;
+    int threads = 0;                // per replica; 0: the machine's cores shared out
+    std::vector<std::string> args;  // more `omniserve llm` flags
+  };
+  std::string store;  // file:// or s3:// URI; empty: file://DATA_DIR/objects
+  Llm llm;
+  std::vector<std::string> gateway_args;
+  orchestrator::OrchestratorTimeouts orchestrator_timeouts;
+  std::vector<std::string> orchestrator_args;
+};
+
+StatusOr<StackConfig> ParseStackConfig(const ConfigNode& root);
+StatusOr<StackConfig> LoadStackConfig(const std::string& path);
+
+}  // namespace omni
