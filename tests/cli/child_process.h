@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <regex>
 #include <string>
 #include <vector>
@@ -48,9 +49,12 @@ class Child {
     close(out_fd_);
   }
 
-  // Reads output until `re` matches (returns the first group) or 20 s pass.
-  std::string WaitForOutput(const std::regex& re) {
-    for (int i = 0; i < 200; ++i) {
+  // Reads output until `re` matches (returns the first group) or `bound` passes.
+  // Bounded by time, not by reads: a chatty child (a stack logging every
+  // health check) returns from each read at once.
+  std::string WaitForOutput(const std::regex& re, std::chrono::seconds bound = std::chrono::seconds(120)) {
+    const auto deadline = std::chrono::steady_clock::now() + bound;
+    while (std::chrono::steady_clock::now() < deadline) {
       std::smatch m;
       if (std::regex_search(output_, m, re)) return m.size() > 1 ? m[1].str() : m[0].str();
       ReadSome(100);
