@@ -26,3 +26,19 @@ use_workdir() {
   pid=""
   trap '[[ -n "$pid" ]] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 }
+
+# run_wrk NAME PORT CONNS THREADS: wrk with $work/post.lua against
+# http://127.0.0.1:PORT/v1/chat/completions for $duration, output kept in
+# $work/NAME.txt; prints "NAME requests/s p50". Exits on any non-2xx answer.
+run_wrk() {
+  wrk -t"$4" -c"$3" -d"$duration" --latency -s "$work/post.lua" "http://127.0.0.1:$2/v1/chat/completions" >"$work/$1.txt"
+  grep -q "Non-2xx" "$work/$1.txt" && { echo "$1: non-2xx answers" >&2; cat "$work/$1.txt" >&2; exit 1; }
+  local rps p50
+  rps="$(awk '/Requests\/sec/ {print $2}' "$work/$1.txt")"
+  p50="$(awk '$1 == "50%" {print $2}' "$work/$1.txt")"
+  echo "$1 $rps $p50"
+}
+# to_ms VALUE: wrk's 95.00us / 1.20ms / 1.01s in milliseconds.
+to_ms() {
+  /usr/bin/python3 -c 'import sys,re; v=sys.argv[1]; m=re.match(r"([0-9.]+)(us|ms|s)$", v); print(float(m[1]) * {"us": 1e-3, "ms": 1, "s": 1e3}[m[2]])' "$1"
+}

@@ -57,18 +57,6 @@ wrk.body = '{"model":"bench","messages":[{"role":"system","content":"You are a h
 wrk.headers["Content-Type"] = "application/json"
 LUA
 
-run_wrk() {  # run_wrk NAME PORT CONNS THREADS
-  wrk -t"$4" -c"$3" -d"$duration" --latency -s "$work/post.lua" "http://127.0.0.1:$2/v1/chat/completions" >"$work/$1.txt"
-  grep -q "Non-2xx" "$work/$1.txt" && { echo "$1: non-2xx answers" >&2; cat "$work/$1.txt" >&2; exit 1; }
-  local rps p50
-  rps="$(awk '/Requests\/sec/ {print $2}' "$work/$1.txt")"
-  p50="$(awk '$1 == "50%" {print $2}' "$work/$1.txt")"
-  echo "$1 $rps $p50"
-}
-to_ms() {  # wrk prints 95.00us / 1.20ms / 1.01s
-  /usr/bin/python3 -c 'import sys,re; v=sys.argv[1]; m=re.match(r"([0-9.]+)(us|ms|s)$", v); print(float(m[1]) * {"us": 1e-3, "ms": 1, "s": 1e3}[m[2]])' "$1"
-}
-
 read -r _ _ gw_p50 < <(run_wrk gateway1 "$gw_port" 1 1)
 read -r _ _ or_p50 < <(run_wrk orchestrator1 "$or_port" 1 1)
 read -r _ gw_rps _ < <(run_wrk gateway32 "$gw_port" 32 2)

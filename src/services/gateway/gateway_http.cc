@@ -16,17 +16,12 @@ std::vector<double> PickBuckets() { return {1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e
 
 // One proxied request across its attempts. Fields without a guard are
 // touched by one attempt's callbacks at a time (the client's io thread).
-struct GatewayHttpAdapter::Call {
+struct GatewayHttpAdapter::Call : UpstreamCall {
   explicit Call(std::shared_ptr<ResponseWriter> writer) : relay(std::move(writer)) {}
 
   HttpRequest request;
   ResponseRelay relay;
   RoutedRequest routed;
-
-  std::mutex mu;
-  std::shared_ptr<HttpCallHandle> upstream;  // guarded by mu
-  bool client_gone = false;                  // guarded by mu
-  bool shutting_down = false;                // guarded by mu
 };
 
 GatewayHttpAdapter::GatewayHttpAdapter(GatewayService& service, HttpClient& client, EndpointPoller& poller,
@@ -81,26 +76,9 @@ void GatewayHttpAdapter::RegisterRoutes(HttpServer& server) {
 }
 
 void GatewayHttpAdapter::StopForShutdown() {
-  std::vector<std::shared_ptr<Call>> calls;
-  {
-    std::lock_guard lock(live_mu_);
-    shutting_down_ = true;
-    for (const auto& [raw, weak] : live_) {
-      if (auto c = weak.lock()) calls.push_back(std::move(c));
-    }
-  }
-  OMNI_LOG(kInfo, "gateway: drain deadline: stopping {} proxied requests", calls.size());
-  for (const auto& c : calls) {
-    std::lock_guard lock(c->mu);
-    c->shutting_down = true;
-    // Done then runs on the client's io thread with Cancelled.
-    if (c->upstream != nullptr) c->upstream->Cancel();
-  }
-}
-
-void GatewayHttpAdapter::Forget(const Call& call) {
-  std::lock_guard lock(live_mu_);
-  live_.erase(&call);
+  // Each ends through Done, on the client's io thread, with Cancelled.
+  const size_t stopped = live_.ShutdownAll();
+  OMNI_LOG(kInfo, "gateway: drain deadline: stopping {} proxied requests", stopped);
 }
 
 void GatewayHttpAdapter::Proxy(HttpRequest request, std::shared_ptr<ResponseWriter> writer) {
@@ -118,19 +96,11 @@ void GatewayHttpAdapter::Proxy(HttpRequest request, std::shared_ptr<ResponseWrit
   auto call = std::make_shared<Call>(std::move(writer));
   call->request = std::move(request);
   call->routed = std::move(routed).value();
+  // Arrived after the drain-deadline hook ran: Attempt cancels it at once.
+  live_.Add(call);
   std::weak_ptr<Call> weak = call;
-  {
-    std::lock_guard lock(live_mu_);
-    live_.emplace(call.get(), weak);
-    // Arrived after the drain-deadline hook ran: Attempt cancels it at once.
-    if (shutting_down_) call->shutting_down = true;
-  }
   call->relay.writer().OnClientGone([weak] {
-    auto c = weak.lock();
-    if (c == nullptr) return;
-    std::lock_guard lock(c->mu);
-    c->client_gone = true;
-    if (c->upstream != nullptr) c->upstream->Cancel();
+    if (auto c = weak.lock()) c->ClientGone();
   });
   Attempt(call);
 }
@@ -145,11 +115,8 @@ void GatewayHttpAdapter::Attempt(const std::shared_ptr<Call>& call) {
   upstream.headers.Set("x-request-id", call->request.request_id);
   upstream.headers.Set("x-forwarded-for", ForwardedFor(call->request));
 
-  auto handle = client_.StreamAsync(std::move(upstream), call->relay.Callbacks(call),
-                                    [this, call](StatusOr<int> status) { Done(call, std::move(status)); });
-  std::lock_guard lock(call->mu);
-  call->upstream = std::move(handle);
-  if (call->client_gone || call->shutting_down) call->upstream->Cancel();
+  call->SetUpstream(client_.StreamAsync(std::move(upstream), call->relay.Callbacks(call),
+                                        [this, call](StatusOr<int> status) { Done(call, std::move(status)); }));
 }
 
 void GatewayHttpAdapter::Done(const std::shared_ptr<Call>& call, StatusOr<int> status) {
@@ -158,15 +125,13 @@ void GatewayHttpAdapter::Done(const std::shared_ptr<Call>& call, StatusOr<int> s
   const std::string& address = pool.router->address(endpoint);
   AttemptEnd end{
       .status = std::move(status), .responded = call->relay.responded(), .event_stream = call->relay.event_stream()};
-  {
-    std::lock_guard lock(call->mu);
-    end.client_gone = call->client_gone;
-    end.shutting_down = call->shutting_down;
-  }
+  const UpstreamCall::Flags flags = call->flags();
+  end.client_gone = flags.client_gone;
+  end.shutting_down = flags.shutting_down;
   AttemptVerdict v = service_.OnAttemptEnd(call->routed, end);
   if (v.connect_failed) poller_.ReportConnectFailure(pool, endpoint);
   Outcomes& outcomes = OutcomesOf(pool, endpoint);
-  if (v.action != AttemptVerdict::Action::kRetry) Forget(*call);
+  if (v.action != AttemptVerdict::Action::kRetry) live_.Remove(call.get());
   switch (v.action) {
     case AttemptVerdict::Action::kDeliver:
       call->relay.Deliver();

@@ -31,6 +31,7 @@
 
 #include "net/http_client.h"
 #include "net/http_server.h"
+#include "net/upstream_calls.h"
 #include "services/gateway/endpoint_poller.h"
 #include "services/gateway/gateway_service.h"
 
@@ -63,7 +64,6 @@ class GatewayHttpAdapter {
   // The drain-deadline hook: cancels every running upstream call, so that
   // each ends through Done with AttemptEnd::shutting_down.
   void StopForShutdown();
-  void Forget(const Call& call);
 
   GatewayService& service_;
   HttpClient& client_;
@@ -74,10 +74,7 @@ class GatewayHttpAdapter {
   std::unordered_map<const PoolState*, Histogram*> prefix_score_;         // read-only after construction
   Histogram& pick_seconds_;
 
-  std::mutex live_mu_;
-  // Proxied requests not yet ended, for the drain-deadline hook.
-  std::unordered_map<const Call*, std::weak_ptr<Call>> live_;  // guarded by live_mu_
-  bool shutting_down_ = false;                                 // guarded by live_mu_
+  UpstreamCalls live_;  // proxied requests not yet ended, for the drain-deadline hook
 };
 
 }  // namespace omni::gateway

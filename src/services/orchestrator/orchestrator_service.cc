@@ -50,17 +50,12 @@ std::vector<double> StageBuckets() { return {0.005, 0.01, 0.025, 0.05, 0.1, 0.25
 
 // One chat request's upstream call. The relay is used by the upstream
 // exchange's callbacks and then by Done, in turn (the client's io thread).
-struct OrchestratorService::Call {
+struct OrchestratorService::Call : UpstreamCall {
   explicit Call(std::shared_ptr<ResponseWriter> writer) : relay(std::move(writer)) {}
 
   std::string request_id;
   ResponseRelay relay;
   Clock::MonoTime start{};
-
-  std::mutex mu;
-  std::shared_ptr<HttpCallHandle> upstream;  // guarded by mu
-  bool client_gone = false;                  // guarded by mu
-  bool shutting_down = false;                // guarded by mu
 };
 
 OrchestratorService::OrchestratorService(OrchestratorConfig config, Upstream& upstream, ObjectStore* store,
@@ -117,43 +112,22 @@ void OrchestratorService::Chat(HttpRequest request, std::shared_ptr<ResponseWrit
   up.headers.Set("x-request-id", request.request_id);
   up.headers.Set("x-forwarded-for", ForwardedFor(request));
 
-  std::weak_ptr<Call> weak = call;
-  {
-    std::lock_guard lock(live_mu_);
-    live_.emplace(call.get(), weak);
-    // Arrived after the drain-deadline hook ran: cancelled at once below.
-    if (shutting_down_) call->shutting_down = true;
-  }
+  // Arrived after the drain-deadline hook ran: cancelled as soon as it starts.
+  live_.Add(call);
   inflight_.Inc();
+  std::weak_ptr<Call> weak = call;
   call->relay.writer().OnClientGone([weak] {
-    auto c = weak.lock();
-    if (c == nullptr) return;
-    std::lock_guard lock(c->mu);
-    c->client_gone = true;
-    if (c->upstream != nullptr) c->upstream->Cancel();
+    if (auto c = weak.lock()) c->ClientGone();
   });
-  auto handle = upstream_.StreamAsync(std::move(up), call->relay.Callbacks(call),
-                                      [this, call](StatusOr<int> status) { Done(call, std::move(status)); });
-  std::lock_guard lock(call->mu);
-  call->upstream = std::move(handle);
-  if (call->client_gone || call->shutting_down) call->upstream->Cancel();
-}
-
-void OrchestratorService::Forget(const Call& call) {
-  std::lock_guard lock(live_mu_);
-  live_.erase(&call);
+  call->SetUpstream(upstream_.StreamAsync(std::move(up), call->relay.Callbacks(call),
+                                          [this, call](StatusOr<int> status) { Done(call, std::move(status)); }));
 }
 
 void OrchestratorService::Done(const std::shared_ptr<Call>& call, StatusOr<int> status) {
-  Forget(*call);
+  live_.Remove(call.get());
   inflight_.Dec();
   llm_seconds_.Observe(std::chrono::duration<double>(clock_.Now() - call->start).count());
-  bool client_gone = false, shutting_down = false;
-  {
-    std::lock_guard lock(call->mu);
-    client_gone = call->client_gone;
-    shutting_down = call->shutting_down;
-  }
+  const auto [client_gone, shutting_down] = call->flags();
   ResponseRelay& relay = call->relay;
   if (status.ok()) {
     relay.Deliver();
@@ -193,20 +167,9 @@ void OrchestratorService::Done(const std::shared_ptr<Call>& call, StatusOr<int> 
 }
 
 void OrchestratorService::StopForShutdown() {
-  std::vector<std::shared_ptr<Call>> calls;
-  {
-    std::lock_guard lock(live_mu_);
-    shutting_down_ = true;
-    for (const auto& [raw, weak] : live_) {
-      if (auto c = weak.lock()) calls.push_back(std::move(c));
-    }
-  }
-  OMNI_LOG(kInfo, "orchestrator: drain deadline: stopping {} chat requests", calls.size());
-  for (const auto& c : calls) {
-    std::lock_guard lock(c->mu);
-    c->shutting_down = true;
-    if (c->upstream != nullptr) c->upstream->Cancel();  // Done follows with Cancelled
-  }
+  // Each ends through Done, with Cancelled.
+  const size_t stopped = live_.ShutdownAll();
+  OMNI_LOG(kInfo, "orchestrator: drain deadline: stopping {} chat requests", stopped);
 }
 
 HttpResponse OrchestratorService::Models(const HttpRequest& request) {

@@ -25,7 +25,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "core/clock.h"
@@ -34,6 +33,7 @@
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "net/metrics.h"
+#include "net/upstream_calls.h"
 #include "services/orchestrator/orchestrator_config.h"
 #include "storage/object_store.h"
 
@@ -118,7 +118,6 @@ class OrchestratorService {
   };
 
   void Done(const std::shared_ptr<Call>& call, StatusOr<int> status);
-  void Forget(const Call& call);
   // Why `probe` is down, or an empty string when it is up.
   std::string ProbeOne(const Probe& probe);
 
@@ -134,9 +133,7 @@ class OrchestratorService {
   mutable std::mutex probes_mu_;
   std::vector<Probe> probes_;  // guarded by probes_mu_
 
-  std::mutex live_mu_;
-  std::unordered_map<const Call*, std::weak_ptr<Call>> live_;  // guarded by live_mu_
-  bool shutting_down_ = false;                                 // guarded by live_mu_
+  UpstreamCalls live_;  // chat requests not yet ended, for the drain-deadline hook
 };
 
 }  // namespace omni::orchestrator
