@@ -50,11 +50,13 @@ StatusOr<std::string> EnsureDemoModel(const std::string& data_dir) {
   return dir;
 }
 
-// A port the OS reports free on `host` now (bound to port 0, then closed);
-// the child binds it a moment later. `up` must know every child's port
-// before the child starts: to gate on its /health and to point the roles
-// that depend on it there.
-StatusOr<uint16_t> PickFreePort(const std::string& host) {
+// `n` distinct ports the OS reports free on `host` now (each bound to port 0,
+// all held until the last is picked, then closed); the children bind them a
+// moment later. `up` must know every child's port before the child starts:
+// to gate on its /health and to point the roles that depend on it there.
+// Another process could still take one in between; that child then fails to
+// bind and the start fails naming it.
+StatusOr<std::vector<uint16_t>> PickFreePorts(const std::string& host, int n) {
   addrinfo hints{};
   hints.ai_flags = AI_NUMERICHOST | AI_PASSIVE;
   hints.ai_socktype = SOCK_STREAM;
@@ -62,17 +64,26 @@ StatusOr<uint16_t> PickFreePort(const std::string& host) {
   if (int rc = getaddrinfo(host.c_str(), "0", &hints, &info); rc != 0) {
     return InvalidArgument("--host " + host + " is not an IP address: " + gai_strerror(rc));
   }
-  const int fd = socket(info->ai_family, SOCK_STREAM, 0);
-  sockaddr_storage bound{};
-  socklen_t len = sizeof(bound);
-  const bool ok = fd >= 0 && bind(fd, info->ai_addr, info->ai_addrlen) == 0 &&
-                  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) == 0;
+  std::vector<int> fds;
+  std::vector<uint16_t> ports;
+  for (int i = 0; i < n; ++i) {
+    const int fd = socket(info->ai_family, SOCK_STREAM, 0);
+    if (fd < 0) break;
+    fds.push_back(fd);
+    sockaddr_storage bound{};
+    socklen_t len = sizeof(bound);
+    if (bind(fd, info->ai_addr, info->ai_addrlen) != 0 ||
+        getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0) {
+      break;
+    }
+    const uint16_t port = bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                                      : reinterpret_cast<sockaddr_in*>(&bound)->sin_port;
+    ports.push_back(ntohs(port));
+  }
   freeaddrinfo(info);
-  if (fd >= 0) close(fd);
-  if (!ok) return Unavailable("cannot find a free port on " + host);
-  const uint16_t port = bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                                                    : reinterpret_cast<sockaddr_in*>(&bound)->sin_port;
-  return ntohs(port);
+  for (int fd : fds) close(fd);
+  if (static_cast<int>(ports.size()) != n) return Unavailable("cannot find free ports on " + host);
+  return ports;
 }
 
 std::string HostPort(const std::string& host, uint16_t port) {
@@ -186,8 +197,9 @@ struct Plan {
   std::string store;       // the orchestrator's and every replica's
 };
 
-StatusOr<Stack> StackChildren(const UpOptions& options, uint16_t client_port, const std::string& data_dir,
-                              const Plan& plan, HttpClient& health_client) {
+// `ports`: one per replica, then the gateway's.
+StatusOr<Stack> StackChildren(const UpOptions& options, uint16_t client_port, const std::vector<uint16_t>& ports,
+                              const std::string& data_dir, const Plan& plan, HttpClient& health_client) {
   const std::vector<std::string> global = {options.self_path, "--log-level", options.log_level, "--log-format",
                                            options.log_format};
   Stack stack;
@@ -209,7 +221,7 @@ StatusOr<Stack> StackChildren(const UpOptions& options, uint16_t client_port, co
   std::vector<uint16_t> llm_ports;
   const int threads = plan.config.llm.threads > 0 ? plan.config.llm.threads : ThreadsPerReplica(plan.replicas);
   for (int i = 0; i < plan.replicas; ++i) {
-    OMNI_ASSIGN_OR_RETURN(uint16_t port, PickFreePort(options.host));
+    const uint16_t port = ports[i];
     llm_ports.push_back(port);
     children.push_back(role("llm-" + std::to_string(i),
                             {"llm", "--model", plan.model_dir, "--served-model-name", plan.model_name, "--threads",
@@ -222,7 +234,7 @@ StatusOr<Stack> StackChildren(const UpOptions& options, uint16_t client_port, co
   if (ec) return Internal("cannot create " + run_dir + ": " + ec.message());
   const std::string gateway_config = run_dir + "/gateway.yaml";
   OMNI_RETURN_IF_ERROR(WriteFileAtomically(gateway_config, GatewayYaml(options.host, llm_ports, plan.model_name)));
-  OMNI_ASSIGN_OR_RETURN(uint16_t gateway_port, PickFreePort(options.host));
+  const uint16_t gateway_port = ports[plan.replicas];
   children.push_back(role("gateway", {"gateway", "--config", gateway_config}, plan.config.gateway_args, gateway_port));
 
   // The gateway is the orchestrator's upstream; the rest are reported only.
@@ -304,17 +316,15 @@ int RunUp(const UpOptions& options) {
     OMNI_LOG(kError, "up: {}", plan.status().ToString());
     return plan.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
-  uint16_t port = options.port;
-  if (port == 0) {
-    StatusOr<uint16_t> picked = PickFreePort(options.host);
-    if (!picked.ok()) {
-      OMNI_LOG(kError, "up: {}", picked.status().ToString());
-      return 1;
-    }
-    port = *picked;
+  // The replicas', the gateway's and (with --port 0) the client port.
+  StatusOr<std::vector<uint16_t>> ports = PickFreePorts(options.host, plan->replicas + 1 + (options.port == 0));
+  if (!ports.ok()) {
+    OMNI_LOG(kError, "up: {}", ports.status().ToString());
+    return 1;
   }
+  const uint16_t port = options.port != 0 ? options.port : ports->back();
   HttpClient health_client(HttpClientOptions{.connect_timeout = std::chrono::milliseconds(1000)});
-  StatusOr<Stack> stack = StackChildren(options, port, data_dir, *plan, health_client);
+  StatusOr<Stack> stack = StackChildren(options, port, *ports, data_dir, *plan, health_client);
   if (!stack.ok()) {
     OMNI_LOG(kError, "up: {}", stack.status().ToString());
     return 1;
@@ -329,8 +339,18 @@ int RunUp(const UpOptions& options) {
     std::string& list = runs ? started : IsBuilt(role) ? not_started : missing;
     list += (list.empty() ? "" : ", ") + std::string(role);
   }
-  Supervisor sup(SupervisorOptions{});
+  // SIGTERM/SIGINT stay blocked (pending) during the start; a pending one
+  // aborts it, and the children started so far are stopped.
+  Supervisor sup(SupervisorOptions{.abort_start = [] {
+    sigset_t pending;
+    sigpending(&pending);
+    return sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1;
+  }});
   if (Status s = sup.Start(std::move(children)); !s.ok()) {
+    if (s.code() == StatusCode::kCancelled) {
+      OMNI_LOG(kInfo, "up: signal received during the start ({}); stopped", s.message());
+      return 0;
+    }
     OMNI_LOG(kError, "up: {}", s.ToString());
     return 1;
   }

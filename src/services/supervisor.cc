@@ -88,6 +88,9 @@ Status Supervisor::AwaitReady(size_t i) {
       OMNI_LOG(kInfo, "{} (pid {}) is ready", spec.name, states_[i].pid);
       return Status::Ok();
     }
+    if (options_.abort_start && options_.abort_start()) {
+      return Cancelled("the start was interrupted while waiting for " + spec.name + " to be ready");
+    }
     if (std::chrono::steady_clock::now() >= deadline) {
       return DeadlineExceeded(spec.name + " was not ready within " + std::to_string(spec.ready_timeout.count()) +
                               " ms");

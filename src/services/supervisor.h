@@ -40,6 +40,10 @@ struct SupervisorOptions {
   std::chrono::milliseconds stable_after{10000};
   // How long Stop() waits after SIGTERM before SIGKILL.
   std::chrono::milliseconds stop_grace{10000};
+  // Checked while Start() waits for a child to be ready: once true, Start()
+  // stops the children started so far and returns Cancelled (`up` aborts a
+  // start on SIGTERM/SIGINT this way). Null: never.
+  std::function<bool()> abort_start;
 };
 
 struct ChildState {

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -103,6 +104,24 @@ TEST(SupervisorTest, ChildExitingBeforeReadyFailsStartAndStopsTheOthers) {
   EXPECT_NE(s.message().find("broken exited with code 7 before it was ready"), std::string::npos) << s.message();
   ASSERT_EQ(sup.children().size(), 2u);  // `never` was not started
   EXPECT_EQ(sup.children()[0].pid, -1);  // `base` was stopped
+}
+
+TEST(SupervisorTest, AnAbortedStartStopsTheChildrenStartedSoFar) {
+  std::atomic<bool> abort = false;
+  Supervisor sup({.stop_grace = 2000ms, .abort_start = [&] { return abort.load(); }});
+  std::thread signaller([&] {
+    std::this_thread::sleep_for(100ms);
+    abort = true;
+  });
+  Status s = sup.Start({{.name = "base", .argv = {"/bin/sh", "-c", "exec sleep 30"}},
+                        {.name = "loading", .argv = {"/bin/sh", "-c", "exec sleep 30"}, .ready = [] { return false; }},
+                        {.name = "never", .argv = {"/bin/sh", "-c", "exec sleep 30"}}});
+  signaller.join();
+  EXPECT_EQ(s.code(), StatusCode::kCancelled) << s.ToString();
+  EXPECT_NE(s.message().find("waiting for loading"), std::string::npos) << s.message();
+  ASSERT_EQ(sup.children().size(), 2u);  // `never` was not started
+  EXPECT_EQ(sup.children()[0].pid, -1);  // both were stopped
+  EXPECT_EQ(sup.children()[1].pid, -1);
 }
 
 TEST(SupervisorTest, ChildNotReadyInTimeFailsStart) {

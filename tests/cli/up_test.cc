@@ -199,5 +199,19 @@ TEST(UpTest, ABadConfigStopsTheStartNamingTheField) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(UpTest, SigtermDuringTheStartStopsWhatStartedAndExitsZero) {
+  const std::string dir = ::testing::TempDir() + "omni-up-early-" + std::to_string(getpid());
+  Child up({"up", "--port", "0", "--data-dir", dir});
+  const std::string pid = up.WaitForOutput(std::regex(R"(started llm-0 pid=(\d+))"));
+  ASSERT_FALSE(pid.empty()) << up.output();
+  ASSERT_EQ(kill(up.pid(), SIGTERM), 0);
+  EXPECT_EQ(WEXITSTATUS(up.Wait()), 0) << up.output();
+  EXPECT_NE(up.output().find("signal received during the start"), std::string::npos) << up.output();
+  EXPECT_EQ(up.output().find("started gateway"), std::string::npos) << up.output();
+  // The replica up had started is gone (up reaped it, so the PID is free).
+  EXPECT_NE(kill(std::stoi(pid), 0), 0) << up.output();
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace omni
