@@ -25,3 +25,19 @@ function(omni_test name)
     set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}")
   endif()
 endfunction()
+
+# omni_isa_tests(TEST [LABELS ...] [TIMEOUT s]): runs the test binary TEST
+# again at each CPU kernel level below the best (OMNI_CPU_ISA=level), as
+# TEST_isa_<level>. isa_level_guard_test.cc in the binary exits 77 (skipped)
+# where this CPU lacks the level.
+function(omni_isa_tests name)
+  if(NOT TARGET ${name})
+    return()
+  endif()
+  cmake_parse_arguments(ARG "" "TIMEOUT" "LABELS" ${ARGN})
+  foreach(level amx avx512bf16 avx512 avx2 generic)
+    add_test(NAME ${name}_isa_${level} COMMAND ${name})
+    set_tests_properties(${name}_isa_${level} PROPERTIES ENVIRONMENT "OMNI_CPU_ISA=${level}"
+                         SKIP_RETURN_CODE 77 LABELS "${ARG_LABELS};isa" TIMEOUT ${ARG_TIMEOUT})
+  endforeach()
+endfunction()

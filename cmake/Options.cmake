@@ -1,15 +1,12 @@
 # Designated initializers that omit defaulted members are the idiom for
 # option structs here, so -Wmissing-field-initializers is off.
 add_compile_options(-Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers)
-# The machines this runs on have AVX-512; kernels are written for the host.
-if(OMNI_PORTABLE)
-  # The CPU kernels (src/backend/cpu) use AVX-512 intrinsics without
-  # per-file ISA flags or runtime dispatch, so they only compile for a host
-  # that has them. Say so here rather than fail deep in the build.
-  message(FATAL_ERROR "OMNI_PORTABLE=ON is not supported yet: the CPU kernels need -march=native "
-                      "on an AVX-512 host (per-file ISA flags and runtime dispatch are not written)")
-endif()
-add_compile_options(-march=native)
+# One portable build: everything targets the x86-64-v2 baseline (SSE4.2,
+# POPCNT: every x86-64 server CPU since 2009), and the hot CPU kernels are
+# compiled again per ISA level with their own flags and chosen at start
+# (src/backend/cpu/cpu_isa.h, src/ops/CMakeLists.txt). Nothing is built
+# for the build machine's own CPU, so a binary runs wherever it is copied.
+add_compile_options(-march=x86-64-v2)
 
 set(OMNI_SANITIZERS "")
 if(OMNI_ASAN)

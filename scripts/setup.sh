@@ -27,6 +27,9 @@ packages=(
   libgoogle-perftools-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev wrk curl nginx-light
+  # the portability test runs the binary on emulated older CPUs (Haswell:
+  # AVX2 without AVX-512; Nehalem: x86-64-v2 only)
+  qemu-user
   # a real S3 server for the object-store tests: OpenStack Swift with s3api
   # (scripts/s3/swift-up.sh starts it on 127.0.0.1; tempauth needs memcached)
   swift swift-proxy swift-object swift-container swift-account python3-swift memcached

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/process_info.h"
 #include "core/log.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
@@ -69,7 +70,9 @@ int RunGatewayCommand(const GatewayFlags& f) {
   }
   std::unique_ptr<gateway::GatewayService> service = std::move(created).value();
 
+  LogProcessInfo();
   MetricsRegistry registry;
+  AddProcessInfoMetrics(registry);
   // Scrapes and health checks on a client thread of their own, so they go
   // on however busy the proxy is.
   HttpClient poll_client(HttpClientOptions{.connect_timeout = options.connect_timeout});

@@ -6,6 +6,7 @@
 #include <memory>
 #include <thread>
 
+#include "cli/process_info.h"
 #include "core/log.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
@@ -114,7 +115,9 @@ int RunLlmCommand(const LlmFlags& f) {
     fetch_policy.allow.push_back(*parsed);
   }
   HttpClient http_client;
+  LogProcessInfo();
   MetricsRegistry registry;
+  AddProcessInfoMetrics(registry);
   llm::LlmServiceOptions options;
   options.model_dir = f.model;
   options.served_model_name = f.served_model_name;

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/process_info.h"
 #include "core/log.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
@@ -52,7 +53,9 @@ int RunOrchestratorCommand(const OrchestratorFlags& f) {
     store = std::move(opened).value();
   }
 
+  LogProcessInfo();
   MetricsRegistry registry;
+  AddProcessInfoMetrics(registry);
   HttpServerOptions http;
   http.host = f.host;
   http.port = static_cast<uint16_t>(f.port);

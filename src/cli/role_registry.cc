@@ -18,6 +18,7 @@
 #include "cli/up_command.h"
 #include "cli/version.h"
 #include "core/check.h"
+#include "ops/threading.h"
 
 namespace omni::cli {
 namespace {
@@ -92,6 +93,7 @@ RoleCommand VersionRole(const RoleInfo& info) {
                 [](const GlobalFlags&) {
                   std::printf("omniserve %s (%s, %s, %s)\n", OMNI_VERSION, OMNI_GIT_REVISION, OMNI_BUILD_TYPE,
                               OMNI_COMPILER);
+                  std::printf("cpu kernels: %s\n", ops::GetCpuKernelsInfo().summary.c_str());
                   return 0;
                 }};
   r.logs = false;

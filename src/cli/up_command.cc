@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cli/demo_model_command.h"
+#include "cli/process_info.h"
 #include "cli/roles.h"
 #include "core/log.h"
 #include "net/http_client.h"
@@ -309,6 +310,7 @@ int RunUp(const UpOptions& options) {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  LogProcessInfo();
 
   std::string data_dir = options.data_dir.empty() ? DefaultDataDir() : options.data_dir;
   StatusOr<Plan> plan = MakePlan(options, data_dir);

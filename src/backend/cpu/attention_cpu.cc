@@ -30,15 +30,8 @@
 #include <optional>
 #include <vector>
 
-#include "backend/cpu/amx.h"
 #include "backend/cpu/cpu_common.h"
-#include "backend/cpu/vec_math.h"
-#ifdef __AVX512BF16__
-#include "backend/cpu/attention_bf16_kernels.h"
-#define OMNI_ATTENTION_BF16 1
-#else
-#define OMNI_ATTENTION_BF16 0
-#endif
+#include "backend/cpu/kernels.h"
 
 namespace omni::cpu {
 namespace {
@@ -113,84 +106,6 @@ class Visibility {
   int64_t nkb_ = 0;
 };
 
-// s[r][0..kBq) = sum_c k[r][c] * qt[c][0..kBq) for R keys.
-template <int R, int kBq>
-inline void ScoreRows(const float* k, int64_t k_stride, const float* qt, int64_t d, float* s) {
-  constexpr int kNq = kBq / 16;
-  __m512 acc[R][kNq];
-  for (int r = 0; r < R; ++r)
-    for (int x = 0; x < kNq; ++x) acc[r][x] = _mm512_setzero_ps();
-  for (int64_t c = 0; c < d; ++c) {
-    const float* qrow = qt + c * kBq;
-    __m512 q[kNq];
-    for (int x = 0; x < kNq; ++x) q[x] = _mm512_loadu_ps(qrow + 16 * x);
-    for (int r = 0; r < R; ++r) {
-      __m512 kb = _mm512_set1_ps(k[r * k_stride + c]);
-      for (int x = 0; x < kNq; ++x) acc[r][x] = _mm512_fmadd_ps(kb, q[x], acc[r][x]);
-    }
-  }
-  for (int r = 0; r < R; ++r)
-    for (int x = 0; x < kNq; ++x) _mm512_storeu_ps(s + r * kBq + 16 * x, acc[r][x]);
-}
-
-// o[i][c0 .. c0+16*NV) += sum_j pt[j][i] * v[j][...] for R queries.
-template <int R, int NV, int kBq>
-inline void AccumulateRows(const float* pt, int64_t kn, const float* v, int64_t v_stride, float* o,
-                           int64_t d, __mmask16 tail) {
-  __m512 acc[R][NV];
-  for (int r = 0; r < R; ++r)
-    for (int x = 0; x < NV; ++x)
-      acc[r][x] = x == NV - 1 ? _mm512_maskz_loadu_ps(tail, o + r * d + 16 * x) : _mm512_loadu_ps(o + r * d + 16 * x);
-  for (int64_t j = 0; j < kn; ++j) {
-    const float* vrow = v + j * v_stride;
-    __m512 vv[NV];
-    for (int x = 0; x < NV; ++x)
-      vv[x] = x == NV - 1 ? _mm512_maskz_loadu_ps(tail, vrow + 16 * x) : _mm512_loadu_ps(vrow + 16 * x);
-    for (int r = 0; r < R; ++r) {
-      __m512 pb = _mm512_set1_ps(pt[j * kBq + r]);
-      for (int x = 0; x < NV; ++x) acc[r][x] = _mm512_fmadd_ps(pb, vv[x], acc[r][x]);
-    }
-  }
-  for (int r = 0; r < R; ++r)
-    for (int x = 0; x < NV; ++x) {
-      if (x == NV - 1) {
-        _mm512_mask_storeu_ps(o + r * d + 16 * x, tail, acc[r][x]);
-      } else {
-        _mm512_storeu_ps(o + r * d + 16 * x, acc[r][x]);
-      }
-    }
-}
-
-template <int NV, int kBq>
-void AccumulateChunk(const float* pt, int64_t kn, const float* v, int64_t v_stride, float* o, int64_t d,
-                     int rows, __mmask16 tail) {
-  int r = 0;
-  for (; r + 2 <= rows; r += 2) AccumulateRows<2, NV, kBq>(pt + r, kn, v, v_stride, o + r * d, d, tail);
-  for (; r < rows; ++r) AccumulateRows<1, NV, kBq>(pt + r, kn, v, v_stride, o + r * d, d, tail);
-}
-
-// O [rows][d] += P (stored as pt [kn][kBq]) x V [kn][d], in chunks of 128 columns.
-template <int kBq>
-void AccumulatePV(const float* pt, int64_t kn, const float* v, int64_t v_stride, float* o, int64_t d, int rows) {
-  for (int64_t c0 = 0; c0 < d; c0 += 128) {
-    const int64_t width = std::min<int64_t>(128, d - c0);
-    const int nv = static_cast<int>((width + 15) / 16);
-    const __mmask16 tail = TailMask(width - 16 * (nv - 1));
-    const float* vc = v + c0;
-    float* oc = o + c0;
-    switch (nv) {
-      case 1: AccumulateChunk<1, kBq>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
-      case 2: AccumulateChunk<2, kBq>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
-      case 3: AccumulateChunk<3, kBq>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
-      case 4: AccumulateChunk<4, kBq>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
-      case 5: AccumulateChunk<5, kBq>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
-      case 6: AccumulateChunk<6, kBq>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
-      case 7: AccumulateChunk<7, kBq>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
-      default: AccumulateChunk<8, kBq>(pt, kn, vc, v_stride, oc, d, rows, tail); break;
-    }
-  }
-}
-
 // Per-thread scratch for tiles of kBq rows, allocated once per call. The
 // pair buffers (qtb, pp, vp) serve the bf16 path, the f32 ones (qt, k, v)
 // the f32 path; keys (16 key rows gathered when they are not 16 in a row
@@ -206,36 +121,22 @@ struct Scratch {
         vp(bf16 ? kBk / 2 * ((d + 15) / 16 * 16) : 0), pa(bf16 ? kBq * kBk / 2 : 0), keys(bf16 ? 16 * d : 0) {}
 };
 
-// The bf16 path needs AVX512-BF16 and an even head dim (pairs along d).
-bool UseBf16Path(const AttentionProblem& p) { return OMNI_ATTENTION_BF16 && p.dtype == DType::kBF16 && p.d % 2 == 0; }
+// The bf16 path needs the level's pair kernels (vdpbf16ps) and an even head
+// dim (pairs along d); elsewhere bf16 K/V tiles are converted to f32.
+bool UseBf16Path(const AttentionProblem& p) {
+  return Kernels().attention.score_bf16 != nullptr && p.dtype == DType::kBF16 && p.d % 2 == 0;
+}
 // Its AMX form takes d in steps of 32. Decode and prefill tiles of one
 // problem take the same form, so they stay bit-identical.
-bool UseAmx(const AttentionProblem& p) { return UseBf16Path(p) && p.d % 32 == 0 && AmxUsable(); }
+bool UseAmx(const AttentionProblem& p) {
+  return UseBf16Path(p) && p.d % 32 == 0 && Kernels().attention.score_keys_amx != nullptr;
+}
 
-// Online-softmax update of one tile: st [kn][kBq] scores in, probabilities out.
+// Online-softmax update of one tile: st [kn][kBq] scores in, probabilities
+// out, and the output rows so far scaled by the correction.
 template <int kBq>
 void SoftmaxTile(float* st, int64_t kn, Scratch<kBq>& w, int rows, float* o, int64_t d) {
-  for (int q0 = 0; q0 < kBq; q0 += 16) {
-    __m512 mx = _mm512_set1_ps(kNegInf);
-    for (int64_t j = 0; j < kn; ++j) mx = _mm512_max_ps(mx, _mm512_loadu_ps(st + j * kBq + q0));
-    const __m512 m_old = _mm512_loadu_ps(w.m.data() + q0);
-    const __m512 m_new = _mm512_max_ps(m_old, mx);
-    // A query that has seen no visible key yet keeps m = -inf; subtracting 0
-    // instead keeps exp() at exactly 0 and avoids inf - inf.
-    const __mmask16 dead = _mm512_cmp_ps_mask(m_new, _mm512_set1_ps(kNegInf), _CMP_EQ_OQ);
-    const __m512 m_safe = _mm512_mask_mov_ps(m_new, dead, _mm512_setzero_ps());
-    const __m512 corr = Exp16(_mm512_sub_ps(m_old, m_safe));
-    __m512 sum = _mm512_setzero_ps();
-    for (int64_t j = 0; j < kn; ++j) {
-      __m512 p = Exp16(_mm512_sub_ps(_mm512_loadu_ps(st + j * kBq + q0), m_safe));
-      _mm512_storeu_ps(st + j * kBq + q0, p);
-      sum = _mm512_add_ps(sum, p);
-    }
-    __m512 l = _mm512_fmadd_ps(_mm512_loadu_ps(w.l.data() + q0), corr, sum);
-    _mm512_storeu_ps(w.l.data() + q0, l);
-    _mm512_storeu_ps(w.m.data() + q0, m_new);
-    _mm512_storeu_ps(w.corr.data() + q0, corr);
-  }
+  Kernels().attention.softmax_tile(st, kn, kBq, w.m.data(), w.l.data(), w.corr.data());
   for (int i = 0; i < rows; ++i) {
     const float c = w.corr[i];
     if (c == 1.f) continue;
@@ -260,7 +161,7 @@ template <int kBq>
 class BlockRunner {
  public:
   BlockRunner(const AttentionProblem& p, const Visibility& vis)
-      : p_(p), vis_(vis), bf16_(UseBf16Path(p)), amx_(UseAmx(p)) {}
+      : p_(p), vis_(vis), k_(Kernels().attention), bf16_(UseBf16Path(p)), amx_(UseAmx(p)) {}
 
   void Run(const TileRows& t, Scratch<kBq>& w) const {
     const int64_t d = p_.d;
@@ -289,12 +190,10 @@ class BlockRunner {
       const float* k = Rows(p_.k, p_.k_row, p_.k_head, kvh, j0, kn, w.k.data(), &k_stride);
       const float* v = Rows(p_.v, p_.v_row, p_.v_head, kvh, j0, kn, w.v.data(), &v_stride);
       float* st = w.st.data();
-      int64_t j = 0;
-      for (; j + 4 <= kn; j += 4) ScoreRows<4, kBq>(k + j * k_stride, k_stride, w.qt.data(), d, st + j * kBq);
-      for (; j < kn; ++j) ScoreRows<1, kBq>(k + j * k_stride, k_stride, w.qt.data(), d, st + j * kBq);
+      k_.score_f32(k, k_stride, kn, w.qt.data(), d, kBq, st);
       if (kind == TileKind::kPartial) MaskTile(t, j0, kn, st);
       SoftmaxTile(st, kn, w, rows, w.o.data(), d);
-      AccumulatePV<kBq>(st, kn, v, v_stride, w.o.data(), d, rows);
+      k_.accumulate_pv_f32(st, kn, kBq, v, v_stride, w.o.data(), d, rows);
     }
     StoreOutput(t, w);
   }
@@ -319,8 +218,6 @@ class BlockRunner {
   // a paged cache start at even keys (even block size), so no value pair
   // straddles two blocks.
   void TileBf16(const TileRows& t, int64_t kvh, int64_t j0, int64_t kn, TileKind kind, Scratch<kBq>& w) const {
-#if OMNI_ATTENTION_BF16
-    namespace kb = attention_bf16;
     const int64_t d = p_.d, dpad = (d + 15) / 16 * 16;
     float* st = w.st.data();
     if (amx_) ScoreTileAmx(kvh, j0, kn, w);
@@ -328,25 +225,17 @@ class BlockRunner {
       run = RunLength(j0 + j, kn - j);
       const uint16_t* k = KeyPtr(kvh, j0 + j);
       const uint16_t* v = static_cast<const uint16_t*>(p_.v) + KeyRow(j0 + j, p_.v_row) + kvh * p_.v_head;
-      if (!amx_) {
-        float* s = st + j * kBq;
-        int64_t r = 0;
-        for (; r + 4 <= run; r += 4)
-          kb::ScoreRows<4, kBq>(k + r * p_.k_row, p_.k_row, w.qtb.data(), d / 2, p_.scale, s + r * kBq);
-        for (; r < run; ++r)
-          kb::ScoreRows<1, kBq>(k + r * p_.k_row, p_.k_row, w.qtb.data(), d / 2, p_.scale, s + r * kBq);
-      }
-      kb::PackValues(v, p_.v_row, run, d, dpad, w.vp.data() + (j / 2) * dpad);
+      if (!amx_) k_.score_bf16(k, p_.k_row, run, w.qtb.data(), d / 2, p_.scale, kBq, st + j * kBq);
+      k_.pack_values(v, p_.v_row, run, d, dpad, w.vp.data() + (j / 2) * dpad);
     }
     if (kind == TileKind::kPartial) MaskTile(t, j0, kn, st);
     SoftmaxTile(st, kn, w, t.rows(), w.o.data(), d);
-    kb::PackProbabilities<kBq>(st, kn, w.pp.data());
+    k_.pack_probabilities(st, kn, kBq, w.pp.data());
     if (amx_) {
-      AccumulateTileAmx(kn, t.rows(), w);
+      k_.accumulate_pv_amx(w.pp.data(), w.vp.data(), w.pa.data(), kn, kBq, w.o.data(), d, t.rows());
     } else {
-      kb::AccumulatePV<kBq>(w.pp.data(), (kn + 1) / 2, w.vp.data(), dpad, w.o.data(), d, t.rows());
+      k_.accumulate_pv_bf16(w.pp.data(), (kn + 1) / 2, kBq, w.vp.data(), dpad, w.o.data(), d, t.rows());
     }
-#endif
   }
 
   const uint16_t* KeyPtr(int64_t kvh, int64_t j) const {
@@ -357,7 +246,6 @@ class BlockRunner {
   // of keys that is not 16 rows at one stride in the cache (the tile's
   // tail, a block boundary) is gathered into w.keys, zero-padded.
   void ScoreTileAmx(int64_t kvh, int64_t j0, int64_t kn, Scratch<kBq>& w) const {
-#if OMNI_HAVE_AMX
     const int64_t d = p_.d;
     float* st = w.st.data();
     for (int64_t g = 0; g < kn; g += 16) {
@@ -370,26 +258,9 @@ class BlockRunner {
         k = w.keys.data();
         stride = d;
       }
-      attention_bf16::ScoreKeysAmx<kBq>(k, stride, w.qtb.data(), d, st + g * kBq);
+      k_.score_keys_amx(k, stride, w.qtb.data(), d, kBq, st + g * kBq);
     }
-    const __m512 scale = _mm512_set1_ps(p_.scale);
-    for (int64_t i = 0; i < kn * kBq; i += 16) _mm512_storeu_ps(st + i, _mm512_mul_ps(_mm512_loadu_ps(st + i), scale));
-#endif
-  }
-
-  // O += P x V on tiles from pp and vp as packed above: key pairs past the
-  // tile's keys are zeroed up to a multiple of 16 and pp is transposed into
-  // rows of queries (pa).
-  void AccumulateTileAmx(int64_t kn, int rows, Scratch<kBq>& w) const {
-#if OMNI_HAVE_AMX
-    const int64_t d = p_.d, pairs = (kn + 1) / 2, steps = (pairs + 15) / 16;
-    std::fill(w.pp.begin() + pairs * kBq, w.pp.begin() + steps * 16 * kBq, 0u);
-    std::fill(w.vp.begin() + pairs * d, w.vp.begin() + steps * 16 * d, 0u);
-    for (int q0 = 0; q0 < rows; q0 += 16)
-      for (int64_t s = 0; s < steps; ++s)
-        attention_bf16::Transpose16x16(w.pp.data() + 16 * s * kBq + q0, kBq, w.pa.data() + q0 * 32 + 16 * s, 32);
-    attention_bf16::AccumulatePVAmx<kBq>(w.pa.data(), steps, w.vp.data(), w.o.data(), d, rows);
-#endif
+    for (int64_t i = 0; i < kn * kBq; ++i) st[i] *= p_.scale;
   }
 
   const void* QueryRow(const TileRows& t, int r) const {
@@ -456,6 +327,7 @@ class BlockRunner {
 
   const AttentionProblem& p_;
   const Visibility& vis_;
+  const AttentionKernels& k_;
   const bool bf16_;
   const bool amx_;
 };
@@ -506,10 +378,8 @@ void Attention(std::span<const AttentionProblem> problems) {
   const int64_t n = static_cast<int64_t>(tasks.size());
 #pragma omp parallel num_threads(static_cast<int>(std::min<int64_t>(NumThreads(), n)))
   {
-#if OMNI_HAVE_AMX
-    const bool amx = AmxUsable();
-    if (amx) ConfigureTiles(16);
-#endif
+    const AttentionKernels& kernels = Kernels().attention;
+    if (kernels.amx_begin) kernels.amx_begin();
     std::optional<Scratch<kBq>> large;
     std::optional<Scratch<kSmallBq>> small;
 #pragma omp for schedule(dynamic, 1)
@@ -524,9 +394,7 @@ void Attention(std::span<const AttentionProblem> problems) {
         BlockRunner<kBq>(p, vis[t.problem]).Run(t.tile, *large);
       }
     }
-#if OMNI_HAVE_AMX
-    if (amx) _tile_release();
-#endif
+    if (kernels.amx_end) kernels.amx_end();
   }
 }
 

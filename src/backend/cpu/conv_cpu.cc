@@ -2,6 +2,7 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "backend/cpu/cpu_common.h"
 #include "backend/cpu/dnnl_context.h"
@@ -35,6 +36,9 @@ struct CpuConv::Impl {
 
   ConvSpec spec;
   DType weight_dtype = DType::kF32;
+  // What oneDNN computes in: the weight dtype, or f32 for bf16 weights at an
+  // ISA level where oneDNN has no bf16 convolution (below avx512).
+  DType compute_dtype = DType::kF32;
   std::vector<int64_t> ksize;  // kernel extent per spatial dim
   memory::dims wdims;          // oneDNN logical weight dims ([g,] O, I, k...)
   memory packed;
@@ -44,7 +48,7 @@ struct CpuConv::Impl {
 
   // A primitive for in -> out with every layout left to oneDNN.
   Entry Make(const Shape& in, const Shape& out, DType dst_dtype) const {
-    const auto wdt = DnnlType(weight_dtype);
+    const auto wdt = DnnlType(compute_dtype);
     memory::desc src(memory::dims(in.begin(), in.end()), wdt, memory::format_tag::any);
     memory::desc dst(memory::dims(out.begin(), out.end()), DnnlType(dst_dtype), memory::format_tag::any);
     memory::desc wei(wdims, wdt, memory::format_tag::any);
@@ -144,8 +148,17 @@ CpuConv::CpuConv(const Tensor& weight, const Tensor& bias, const ConvSpec& spec)
         out[2 + i] = (in[2 + i] + 2 * spec.padding[i] - ext) / spec.stride[i] + 1;
       }
     }
-    Impl::Entry probe = s.Make(in, out, DType::kF32);
-    s.packed = probe.weights;
+    s.compute_dtype = s.weight_dtype;
+    std::optional<Impl::Entry> probe;
+    try {
+      probe = s.Make(in, out, DType::kF32);
+    } catch (const dnnl::error&) {
+      if (s.weight_dtype != DType::kBF16) throw;
+      OMNI_LOG(kDebug, "conv: no bf16 convolution at this ISA level; computing in f32");
+      s.compute_dtype = DType::kF32;
+      probe = s.Make(in, out, DType::kF32);
+    }
+    s.packed = probe->weights;
     dnnl::reorder(user, s.packed).execute(DnnlStream(), user, s.packed);
     DnnlStream().wait();
   } catch (const dnnl::error& e) {
@@ -159,7 +172,7 @@ void CpuConv::Forward(const Tensor& x, const Tensor& out) const {
   SyncOmpThreads();
   Impl& s = *impl_;
   // f32 weights: compute and write f32, converting bf16 output in the last reorder.
-  const DType dst_dtype = s.weight_dtype == DType::kF32 ? DType::kF32 : out.dtype();
+  const DType dst_dtype = s.compute_dtype == DType::kF32 ? DType::kF32 : out.dtype();
   try {
     const Impl::Entry& e = s.Get(x.shape(), out.shape(), dst_dtype);
     dnnl::stream& stream = DnnlStream();

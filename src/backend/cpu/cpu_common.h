@@ -3,10 +3,9 @@
 // Only files under src/backend/cpu include this header.
 #pragma once
 
-#include <immintrin.h>
-
 #include <cstdint>
 
+#include "backend/cpu/kernels.h"
 #include "core/check.h"
 #include "tensor/dtype.h"
 
@@ -22,6 +21,8 @@ void SetNumThreads(int n);
 // use the runtime default).
 void SyncOmpThreads();
 
+// bf16 rows go through the active level's kernels; a few elements (a
+// broadcast scalar) are converted in place.
 inline void ToF32(const void* src, DType dtype, float* dst, int64_t n) {
   if (dtype == DType::kF32) {
     const float* s = static_cast<const float*>(src);
@@ -30,15 +31,11 @@ inline void ToF32(const void* src, DType dtype, float* dst, int64_t n) {
   }
   OMNI_DCHECK(dtype == DType::kBF16);
   const uint16_t* s = static_cast<const uint16_t*>(src);
-  int64_t i = 0;
-#ifdef __AVX512F__
-  for (; i + 16 <= n; i += 16) {
-    __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i));
-    __m512i w = _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);
-    _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(w));
+  if (n < 16) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = BF16ToF32(bf16_t{s[i]});
+    return;
   }
-#endif
-  for (; i < n; ++i) dst[i] = BF16ToF32(bf16_t{s[i]});
+  Kernels().bf16_to_f32(s, dst, n);
 }
 
 inline void FromF32(const float* src, DType dtype, void* dst, int64_t n) {
@@ -48,15 +45,7 @@ inline void FromF32(const float* src, DType dtype, void* dst, int64_t n) {
     return;
   }
   OMNI_DCHECK(dtype == DType::kBF16);
-  bf16_t* d = static_cast<bf16_t*>(dst);
-  int64_t i = 0;
-#if defined(__AVX512BF16__)
-  for (; i + 16 <= n; i += 16) {
-    __m256bh h = _mm512_cvtneps_pbh(_mm512_loadu_ps(src + i));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), reinterpret_cast<__m256i&>(h));
-  }
-#endif
-  for (; i < n; ++i) d[i] = F32ToBF16(src[i]);
+  Kernels().f32_to_bf16(src, static_cast<uint16_t*>(dst), n);
 }
 
 // Element pointer arithmetic on untyped buffers.

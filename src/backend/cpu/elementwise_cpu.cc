@@ -3,7 +3,6 @@
 
 #include "backend/cpu/cpu_common.h"
 #include "backend/cpu/elementwise_cpu.h"
-#include "backend/cpu/vec_math.h"
 
 namespace omni::cpu {
 namespace {
@@ -38,22 +37,9 @@ inline float Apply(BinaryKind kind, float a, float b) {
   return a;
 }
 
-// x * sigmoid(x) for 16 floats, with Exp16 (scalar expf was most of a
-// decode step's SwiGLU).
-inline __m512 Silu16(__m512 x) {
-  const __m512 one = _mm512_set1_ps(1.f);
-  return _mm512_div_ps(x, _mm512_add_ps(one, Exp16(_mm512_sub_ps(_mm512_setzero_ps(), x))));
-}
-
-// a[i] = silu(a[i]) * (mul ? mul[i] : 1) over n floats.
-void SiluRow(float* a, const float* mul, int64_t n) {
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = TailMask(n - i);
-    __m512 y = Silu16(_mm512_maskz_loadu_ps(m, a + i));
-    if (mul) y = _mm512_mul_ps(y, _mm512_maskz_loadu_ps(m, mul + i));
-    _mm512_mask_storeu_ps(a + i, m, y);
-  }
-}
+// a[i] = silu(a[i]) * (mul ? mul[i] : 1) over n floats (scalar expf was
+// most of a decode step's SwiGLU).
+void SiluRow(float* a, const float* mul, int64_t n) { Kernels().silu_row(a, mul, n); }
 
 // Loads n elements at `stride` (0 = broadcast) as f32.
 void LoadStrided(const void* src, DType dtype, int64_t stride, float* dst, int64_t n) {
@@ -78,17 +64,7 @@ Shape BroadcastStrides(const Tensor& t, const Shape& shape) {
 }  // namespace
 
 double ExpShifted(std::span<float> v, float shift) {
-  const int64_t n = static_cast<int64_t>(v.size());
-  const __m512 s = _mm512_set1_ps(shift);
-  __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();  // sums in double, 16 lanes
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = TailMask(n - i);
-    const __m512 e = _mm512_maskz_mov_ps(m, Exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, v.data() + i), s)));
-    _mm512_mask_storeu_ps(v.data() + i, m, e);
-    lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
-    hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
-  }
-  return _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
+  return Kernels().exp_shifted(v.data(), static_cast<int64_t>(v.size()), shift);
 }
 
 void Unary(UnaryKind kind, const Tensor& x, const Tensor& out, float arg) {

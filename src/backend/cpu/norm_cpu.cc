@@ -9,26 +9,15 @@
 
 #include "backend/cpu/cpu_common.h"
 #include "backend/cpu/elementwise_cpu.h"
-#include "backend/cpu/vec_math.h"
 
 namespace omni::cpu {
 namespace {
 
 const float* OptionalF32(const Tensor& t) { return t.defined() && t.numel() > 0 ? t.data<float>() : nullptr; }
 
-// sum of v[i]^2 in double, 16 lanes then a fixed reduction: the same for a
-// row whatever the rest of the batch is.
-double SumSquares(const float* v, int64_t n) {
-  __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
-  for (int64_t i = 0; i < n; i += 16) {
-    const __m512 x = _mm512_maskz_loadu_ps(TailMask(n - i), v + i);
-    const __m512d a = _mm512_cvtps_pd(_mm512_castps512_ps256(x));
-    const __m512d b = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
-    lo = _mm512_fmadd_pd(a, a, lo);
-    hi = _mm512_fmadd_pd(b, b, hi);
-  }
-  return _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
-}
+// sum of v[i]^2 in double over vector lanes, then a fixed reduction: the
+// same for a row whatever the rest of the batch is.
+double SumSquares(const float* v, int64_t n) { return Kernels().sum_squares(v, n); }
 
 }  // namespace
 
