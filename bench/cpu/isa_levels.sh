@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The `bench` model served at each CPU kernel level, for docs/PERFORMANCE.md:
-#   bench/cpu/isa_levels.sh [build-dir] [other-build-dir]
+#   bench/cpu/isa_levels.sh [build-dir] [other-build-dir]    (ISA_LEVELS="..." for a subset)
 # For every level this CPU has (OMNI_CPU_ISA=amx|avx512bf16|avx512|avx2|
 # generic), starts `omniserve llm` on the `bench` demo model and measures with
 # `omniserve bench`: decode tokens/s at batch 1 and at 16 streams, and
@@ -23,6 +23,10 @@ levels=()
 for l in amx avx512bf16 avx512 avx2 generic; do
   [[ "$l" == "$best" || ${#levels[@]} -gt 0 ]] && levels+=("$l")
 done
+# ISA_LEVELS="avx512bf16 avx2" measures only those (the best is always in).
+if [[ -n "${ISA_LEVELS:-}" ]]; then
+  read -r -a levels <<<"$best ${ISA_LEVELS//$best/}"
+fi
 echo "best level on this CPU: $best; measuring: ${levels[*]}${other:+ and $other}" >&2
 
 stream_read() {  # stream_read FILE

@@ -5,8 +5,9 @@
 //
 // Layout choice: scores are kept transposed, S^T [kBk keys][kBq queries].
 // Q^T [d][kBq] is built once per query tile, so the score micro-kernel
-// broadcasts K[j][c] and multiplies 16 queries per zmm with no per-tile
-// transpose, and the softmax statistics of 16 queries live in one vector.
+// broadcasts K[j][c] and multiplies a vector of queries with no per-tile
+// transpose, and the softmax statistics of a vector of queries stay in one
+// register. The loops over a tile are the ISA level's kernels (kernels.h).
 // K and V rows are read in place (f32) or converted per tile (bf16), from a
 // contiguous tensor or straight from a paged cache.
 //
@@ -36,8 +37,8 @@
 namespace omni::cpu {
 namespace {
 
-constexpr int kBq = 64;       // rows of a prefill tile: 4 zmm of f32
-constexpr int kSmallBq = 16;  // rows of a decode tile: 1 zmm
+constexpr int kBq = 64;       // rows of a prefill tile
+constexpr int kSmallBq = 16;  // rows of a decode tile (a multiple of every level's lanes)
 constexpr int kBk = 64;       // keys per block; fixes every query's summation order
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 

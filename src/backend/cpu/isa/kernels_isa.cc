@@ -70,7 +70,7 @@ void Bf16ToF32(const uint16_t* s, float* d, int64_t n) {
   for (; i < n; ++i) d[i] = Bf16Value(s[i]);
 }
 
-void F32ToBf16(const float* s, uint16_t* d, int64_t n) {
+inline void F32ToBf16(const float* s, uint16_t* d, int64_t n) {
   int64_t i = 0;
 #if OMNI_ISA_BF16
   for (; i + 16 <= n; i += 16) {
@@ -151,11 +151,15 @@ uint64_t StreamRead(const void* p, int64_t bytes) {
 // strip. Measured with ops_bench's BM_DecodeBandwidth against 0, 8, 24, 32.
 constexpr int64_t kPrefetchPairs = 16;
 
-// One row's 64 results (+ bias) to out, as f32 or bf16.
-void StoreRow(float* row, const PackedLinearArgs& a, int64_t r, int64_t nb) {
+// One row's 64 results (+ bias) to out, as f32 or bf16. Inlined into the
+// kernels' epilogues (a call per row and block measured 3% of a 16-stream
+// decode).
+__attribute__((always_inline)) inline void StoreRow(float* row, const PackedLinearArgs& a, int64_t r, int64_t nb) {
   const int64_t cols = Min(64, a.n - nb * 64);
   if (a.bias) {
-    for (int64_t c = 0; c < cols; ++c) row[c] += a.bias[nb * 64 + c];
+    for (int64_t c = 0; c < cols; c += kLanes) {
+      StoreN(row + c, Add(LoadN(row + c, cols - c), LoadN(a.bias + nb * 64 + c, cols - c)), cols - c);
+    }
   }
   const int64_t at = r * a.n + nb * 64;
   if (a.out_bf16) {
