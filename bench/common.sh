@@ -42,3 +42,9 @@ run_wrk() {
 to_ms() {
   /usr/bin/python3 -c 'import sys,re; v=sys.argv[1]; m=re.match(r"([0-9.]+)(us|ms|s)$", v); print(float(m[1]) * {"us": 1e-3, "ms": 1, "s": 1e3}[m[2]])' "$1"
 }
+
+# stream_read BUILD FILE: this machine's streaming-read GB/s now
+# (ops_bench's StreamRead, JSON in FILE).
+stream_read() {
+  "$1/bench/ops/ops_bench" --benchmark_filter='StreamRead' --benchmark_format=json >"$2" 2>/dev/null
+}

@@ -29,10 +29,6 @@ if [[ -n "${ISA_LEVELS:-}" ]]; then
 fi
 echo "best level on this CPU: $best; measuring: ${levels[*]}${other:+ and $other}" >&2
 
-stream_read() {  # stream_read FILE
-  "$build/bench/ops/ops_bench" --benchmark_filter='StreamRead' --benchmark_format=json >"$1" 2>/dev/null
-}
-
 measure() {  # measure NAME BINARY LEVEL
   local name="$1" bin="$2" level="$3"
   OMNI_CPU_ISA="$level" "$bin" llm --model "$work/model" --served-model-name bench --port 0 \
@@ -40,9 +36,9 @@ measure() {  # measure NAME BINARY LEVEL
   pid=$!
   wait_for_llm "$work/$name.log"
   local b=("$build/omniserve" bench --base-url "$base" --model bench --workload synthetic)
-  stream_read "$work/$name.stream_before.json"
+  stream_read "$build" "$work/$name.stream_before.json"
   "${b[@]}" --json "$work/$name.decode1.json" --concurrency 1 --num-requests 3 --input-len 16 --output-len 96 >/dev/null
-  stream_read "$work/$name.stream_after.json"
+  stream_read "$build" "$work/$name.stream_after.json"
   "${b[@]}" --json "$work/$name.decode16.json" --concurrency 16 --num-requests 16 --input-len 16 --output-len 64 \
     --seed 9 >/dev/null
   "${b[@]}" --json "$work/$name.prefill.json" --concurrency 1 --num-requests 2 --input-len 300 --output-len 1 \

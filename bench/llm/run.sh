@@ -40,14 +40,10 @@ run_bench() {  # run_bench NAME [bench flags...]
   "$bin" bench --base-url "$base" --model bench --label "$name" --json "$work/$name.json" "$@" >/dev/null
 }
 
-stream_read() {  # stream_read FILE: this machine's streaming-read GB/s now
-  "$build/bench/ops/ops_bench" --benchmark_filter='StreamRead' --benchmark_format=json >"$1" 2>/dev/null
-}
-
 start_server cached
-stream_read "$work/stream_before.json"
+stream_read "$build" "$work/stream_before.json"
 run_bench decode1 --workload synthetic --concurrency 1 --num-requests 3 --input-len 16 --output-len 128
-stream_read "$work/stream_after.json"
+stream_read "$build" "$work/stream_after.json"
 run_bench prefill --workload synthetic --concurrency 1 --num-requests 3 --input-len 300 --output-len 1 --seed 7
 run_bench decode16 --workload synthetic --concurrency 16 --num-requests 32 --input-len 16 --output-len 128 --seed 9
 run_bench prefix_on --workload shared-prefix --num-prefixes 2 --prefix-len 600 --input-len 20 --output-len 16 \

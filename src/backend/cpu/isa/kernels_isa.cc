@@ -111,35 +111,16 @@ double SumSquares(const float* v, int64_t n) {
 }
 
 uint64_t StreamRead(const void* p, int64_t bytes) {
-#if defined(__AVX512F__)
-  const __m512i* b = static_cast<const __m512i*>(p);
-  __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
-  for (int64_t i = 0; i < bytes / 64; i += 4) {
-    s0 = _mm512_or_si512(s0, _mm512_load_si512(b + i));
-    s1 = _mm512_or_si512(s1, _mm512_load_si512(b + i + 1));
-    s2 = _mm512_or_si512(s2, _mm512_load_si512(b + i + 2));
-    s3 = _mm512_or_si512(s3, _mm512_load_si512(b + i + 3));
+  const char* b = static_cast<const char*>(p);
+  constexpr int64_t kStep = sizeof(VI);
+  VI s0 = ZeroI(), s1 = s0, s2 = s0, s3 = s0;
+  for (int64_t i = 0; i + 4 * kStep <= bytes; i += 4 * kStep) {
+    s0 = OrI(s0, LoadI(b + i));
+    s1 = OrI(s1, LoadI(b + i + kStep));
+    s2 = OrI(s2, LoadI(b + i + 2 * kStep));
+    s3 = OrI(s3, LoadI(b + i + 3 * kStep));
   }
-  return _mm512_reduce_or_epi64(_mm512_or_si512(_mm512_or_si512(s0, s1), _mm512_or_si512(s2, s3)));
-#elif defined(__AVX2__)
-  const __m256i* b = static_cast<const __m256i*>(p);
-  __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
-  for (int64_t i = 0; i < bytes / 32; i += 4) {
-    s0 = _mm256_or_si256(s0, _mm256_load_si256(b + i));
-    s1 = _mm256_or_si256(s1, _mm256_load_si256(b + i + 1));
-    s2 = _mm256_or_si256(s2, _mm256_load_si256(b + i + 2));
-    s3 = _mm256_or_si256(s3, _mm256_load_si256(b + i + 3));
-  }
-  alignas(32) uint64_t t[4];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(t), _mm256_or_si256(_mm256_or_si256(s0, s1), _mm256_or_si256(s2, s3)));
-  return t[0] | t[1] | t[2] | t[3];
-#else
-  const uint64_t* b = static_cast<const uint64_t*>(p);
-  uint64_t s[8] = {};
-  for (int64_t i = 0; i < bytes / 8; i += 8)
-    for (int j = 0; j < 8; ++j) s[j] |= b[i + j];
-  return s[0] | s[1] | s[2] | s[3] | s[4] | s[5] | s[6] | s[7];
-#endif
+  return ReduceOr(OrI(OrI(s0, s1), OrI(s2, s3)));
 }
 
 // ---------------------------------------------------------------------------
@@ -177,7 +158,7 @@ __attribute__((always_inline)) inline void StoreRow(float* row, const PackedLine
 constexpr int kGemvRows = 3;  // accumulators: 2 pairs x 3 rows x 4 zmm
 
 template <int M>
-void GemvBlock(const PackedLinearArgs& a, const uint16_t* x, int64_t r0, int64_t nb) {
+void GemvRows(const PackedLinearArgs& a, const uint16_t* x, int64_t r0, int64_t nb) {
   const PackedBf16Layout& l = a.layout;
   const int64_t k_pairs_total = l.k_padded / 2;
   const uint16_t* strip = a.w + nb * l.n_block;
@@ -208,16 +189,6 @@ void GemvBlock(const PackedLinearArgs& a, const uint16_t* x, int64_t r0, int64_t
   }
 }
 
-void GemvStrip(const PackedLinearArgs& a, int64_t nb) {
-  for (int64_t m0 = 0; m0 < a.m; m0 += kGemvRows) {
-    const uint16_t* xr = a.x + m0 * a.layout.k_padded;
-    switch (Min(kGemvRows, a.m - m0)) {
-      case 1: GemvBlock<1>(a, xr, m0, nb); break;
-      case 2: GemvBlock<2>(a, xr, m0, nb); break;
-      default: GemvBlock<3>(a, xr, m0, nb); break;
-    }
-  }
-}
 #else
 // FMA form for levels without vdpbf16ps: a k-pair's weights are split into
 // the even and odd k as f32 (a shift and a mask) and multiplied into R rows
@@ -271,6 +242,10 @@ void GemvRows(const PackedLinearArgs& a, const uint16_t* xr, int64_t r0, int64_t
   for (int r = 0; r < R; ++r) StoreRow(rows[r], a, r0 + r, nb);
 }
 
+#endif
+
+// Every row against block nb's strip, kGemvRows at a time (GemvRows<M> is
+// the level's form above).
 void GemvStrip(const PackedLinearArgs& a, int64_t nb) {
   for (int64_t m0 = 0; m0 < a.m; m0 += kGemvRows) {
     const uint16_t* xr = a.x + m0 * a.layout.k_padded;
@@ -281,7 +256,6 @@ void GemvStrip(const PackedLinearArgs& a, int64_t nb) {
     }
   }
 }
-#endif
 
 // All rows, parallel over 64-column blocks; adjacent blocks are adjacent
 // strips of packed weights. A thread takes a run of blocks at a time (a

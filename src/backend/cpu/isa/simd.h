@@ -43,20 +43,17 @@ inline VI LoadI(const void* p) { return _mm512_loadu_si512(p); }
 inline V PairLo(VI w) { return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)); }
 inline V PairHi(VI w) { return _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32(int(0xffff0000u)))); }
 
-// e^x: range reduction x = n ln2 + r, |r| <= ln2/2, a degree-7 Taylor
-// polynomial (truncation error < 3e-9 relative) and 2^n by scalef. Inputs
-// below -87 (including -inf) give exactly 0.
-inline V Exp(V x) {
-  const V lo = Set1(-87.0f);
-  const __mmask16 live = _mm512_cmp_ps_mask(x, lo, _CMP_GE_OQ);
-  x = _mm512_min_ps(_mm512_max_ps(x, lo), Set1(88.0f));
-  const V n = _mm512_roundscale_ps(Mul(x, Set1(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  V r = _mm512_fnmadd_ps(n, Set1(0.693145751953125f), x);
-  r = _mm512_fnmadd_ps(n, Set1(1.428606765330187e-06f), r);
-  V p = Set1(1.f / 5040);
-  for (float c : kExpTaylor) p = MulAdd(p, r, Set1(c));
-  return _mm512_maskz_mov_ps(live, _mm512_scalef_ps(p, n));
-}
+inline VI ZeroI() { return _mm512_setzero_si512(); }
+inline VI OrI(VI a, VI b) { return _mm512_or_si512(a, b); }
+inline uint64_t ReduceOr(VI v) { return _mm512_reduce_or_epi64(v); }
+
+// The steps of Exp below.
+inline V Min(V a, V b) { return _mm512_min_ps(a, b); }
+inline V RoundNearest(V x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+inline V NegMulAdd(V a, V b, V c) { return _mm512_fnmadd_ps(a, b, c); }  // c - a * b, one rounding
+inline V Pow2Times(V p, V n) { return _mm512_scalef_ps(p, n); }          // p * 2^n, n integral
+// v where x >= lo, else 0 (also where x is NaN).
+inline V ZeroWhereBelow(V v, V x, float lo) { return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, Set1(lo), _CMP_GE_OQ), v); }
 
 // Sums of f32 lanes kept in double.
 struct DSum {
@@ -117,20 +114,23 @@ inline VI LoadI(const void* p) { return _mm256_loadu_si256(static_cast<const __m
 inline V PairLo(VI w) { return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)); }
 inline V PairHi(VI w) { return _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32(int(0xffff0000u)))); }
 
-// As the AVX-512 form; 2^n is built from its exponent bits (n is in
-// [-126, 127] after the clamp, so 2^n is a normal float).
-inline V Exp(V x) {
-  const V lo = Set1(-87.0f);
-  const V live = _mm256_cmp_ps(x, lo, _CMP_GE_OQ);
-  x = _mm256_min_ps(_mm256_max_ps(x, lo), Set1(88.0f));
-  const V n = _mm256_round_ps(Mul(x, Set1(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  V r = _mm256_fnmadd_ps(n, Set1(0.693145751953125f), x);
-  r = _mm256_fnmadd_ps(n, Set1(1.428606765330187e-06f), r);
-  V p = Set1(1.f / 5040);
-  for (float c : kExpTaylor) p = MulAdd(p, r, Set1(c));
-  const VI e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_and_ps(Mul(p, _mm256_castsi256_ps(e)), live);
+inline VI ZeroI() { return _mm256_setzero_si256(); }
+inline VI OrI(VI a, VI b) { return _mm256_or_si256(a, b); }
+inline uint64_t ReduceOr(VI v) {
+  alignas(32) uint64_t t[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(t), v);
+  return t[0] | t[1] | t[2] | t[3];
 }
+
+inline V Min(V a, V b) { return _mm256_min_ps(a, b); }
+inline V RoundNearest(V x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+inline V NegMulAdd(V a, V b, V c) { return _mm256_fnmadd_ps(a, b, c); }
+// 2^n from its exponent bits: n is in [-126, 127] where Exp uses it, so
+// 2^n is a normal float.
+inline V Pow2Times(V p, V n) {
+  return Mul(p, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
+}
+inline V ZeroWhereBelow(V v, V x, float lo) { return _mm256_and_ps(v, _mm256_cmp_ps(x, Set1(lo), _CMP_GE_OQ)); }
 
 struct DSum {
   __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
@@ -212,17 +212,28 @@ inline VI LoadI(const void* p) {
 inline V PairLo(VI w) { return Map([&](int i) { return BitsToFloat(w.v[i] << 16); }); }
 inline V PairHi(VI w) { return Map([&](int i) { return BitsToFloat(w.v[i] & 0xffff0000u); }); }
 
-inline float ExpLane(float x) {
-  if (!(x >= -87.0f)) return 0.f;
-  x = x > 88.0f ? 88.0f : x;
-  const float n = __builtin_nearbyintf(x * 1.44269504088896341f);
-  float r = x - n * 0.693145751953125f;
-  r = r - n * 1.428606765330187e-06f;
-  float p = 1.f / 5040;
-  for (float c : kExpTaylor) p = p * r + c;
-  return p * BitsToFloat(static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23);
+inline VI ZeroI() {
+  VI r;
+  for (int i = 0; i < kLanes; ++i) r.v[i] = 0;
+  return r;
 }
-inline V Exp(V x) { return Map([&](int i) { return ExpLane(x.v[i]); }); }
+inline VI OrI(VI a, VI b) {
+  for (int i = 0; i < kLanes; ++i) a.v[i] |= b.v[i];
+  return a;
+}
+inline uint64_t ReduceOr(VI v) {
+  uint64_t r = 0;
+  for (int i = 0; i < kLanes; ++i) r |= v.v[i];
+  return r;
+}
+
+inline V Min(V a, V b) { return Map([&](int i) { return a.v[i] < b.v[i] ? a.v[i] : b.v[i]; }); }
+inline V RoundNearest(V x) { return Map([&](int i) { return __builtin_nearbyintf(x.v[i]); }); }
+inline V NegMulAdd(V a, V b, V c) { return Map([&](int i) { return c.v[i] - a.v[i] * b.v[i]; }); }
+inline V Pow2Times(V p, V n) {
+  return Map([&](int i) { return p.v[i] * BitsToFloat(static_cast<uint32_t>(static_cast<int32_t>(n.v[i]) + 127) << 23); });
+}
+inline V ZeroWhereBelow(V v, V x, float lo) { return Map([&](int i) { return x.v[i] >= lo ? v.v[i] : 0.f; }); }
 
 struct DSum {
   double lane[kLanes] = {};
@@ -245,3 +256,18 @@ inline void StoreBf16(uint16_t* p, V v) {
 }
 
 #endif
+
+// e^x, the same steps at every level: range reduction x = n ln2 + r,
+// |r| <= ln2/2 (ln2 in two parts), a degree-7 Taylor polynomial (truncation
+// error < 3e-9 relative) and the scaling by 2^n. Inputs below -87
+// (including -inf, and NaN) give exactly 0.
+inline V Exp(V x) {
+  const V lo = Set1(-87.0f);
+  const V xc = Min(Max(x, lo), Set1(88.0f));
+  const V n = RoundNearest(Mul(xc, Set1(1.44269504088896341f)));
+  V r = NegMulAdd(n, Set1(0.693145751953125f), xc);
+  r = NegMulAdd(n, Set1(1.428606765330187e-06f), r);
+  V p = Set1(1.f / 5040);
+  for (float c : kExpTaylor) p = MulAdd(p, r, Set1(c));
+  return ZeroWhereBelow(Pow2Times(p, n), x, -87.0f);
+}
