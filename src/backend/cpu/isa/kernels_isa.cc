@@ -151,7 +151,7 @@ __attribute__((always_inline)) inline void StoreRow(float* row, const PackedLine
 }
 
 #if OMNI_ISA_BF16
-// vdpbf16ps form: M <= 4 rows against block nb's strip. Two k-pairs per
+// vdpbf16ps form: M <= 3 rows against block nb's strip. Two k-pairs per
 // iteration, each into its own accumulators, so the dot-product chains do
 // not serialize the loads; the two sets are added at the end, for every M
 // alike.
@@ -263,12 +263,93 @@ void GemvStrip(const PackedLinearArgs& a, int64_t nb) {
 // can follow, yet when another process holds a core the other threads still
 // take the runs that thread has not started. Runs of one block each
 // measured 0.60-0.73 of the streaming bound, runs of 8-16 0.84-0.94.
-void PackedLinear(const PackedLinearArgs& a) {
+void PackedGemv(const PackedLinearArgs& a) {
   const int64_t n_blocks = (a.n + 63) / 64;
   const int64_t run = n_blocks / (4 * a.threads) > 1 ? n_blocks / (4 * a.threads) : 1;
 #pragma omp parallel for num_threads(a.threads) schedule(dynamic, run)
   for (int64_t nb = 0; nb < n_blocks; ++nb) GemvStrip(a, nb);
 }
+
+#if OMNI_ISA_BF16
+// Many rows only where oneDNN cannot take them (an unexpected layout): the
+// GEMV over row groups.
+void PackedLinear(const PackedLinearArgs& a) { PackedGemv(a); }
+#else
+// Many rows (a prefill) at the FMA levels, where oneDNN has no bf16 matmul
+// on these weights. Widening the weights for every row group (GemvCols)
+// costs as much as the products, so each thread widens a strip to f32 once
+// (wf [k_padded][64]), the rows are widened once per call (xf), and an f32
+// micro-kernel takes kGemmRows rows at a time. Every lane still adds
+// w[k] * x[k] for k ascending, one multiply-add each, exactly as GemvCols
+// does: a row's result is the same bit for bit on either path.
+constexpr int64_t kGemvMaxRows = 16;
+constexpr int kGemmRows = 6;
+constexpr int kGemmVectors = kLanes == 16 ? 4 : 2;  // 6 x 4 zmm or 6 x 2 ymm accumulators
+constexpr int kGemmCols = kGemmVectors * kLanes;
+
+template <int R>
+void GemmTile(const float* wf, int64_t k_padded, const float* x, int c0, float (*rows)[64]) {
+  V acc[R][kGemmVectors];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < kGemmVectors; ++v) acc[r][v] = Zero();
+  for (int64_t k = 0; k < k_padded; ++k) {
+    V w[kGemmVectors];
+    for (int v = 0; v < kGemmVectors; ++v) w[v] = Load(wf + k * 64 + c0 + v * kLanes);
+    for (int r = 0; r < R; ++r) {
+      const V xb = Set1(x[r * k_padded + k]);
+      for (int v = 0; v < kGemmVectors; ++v) acc[r][v] = MulAdd(w[v], xb, acc[r][v]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < kGemmVectors; ++v) Store(rows[r] + c0 + v * kLanes, acc[r][v]);
+}
+
+template <int R>
+void GemmRows(const PackedLinearArgs& a, const float* wf, const float* x, int64_t r0, int64_t nb) {
+  alignas(64) float rows[R][64];
+  for (int c0 = 0; c0 < 64; c0 += kGemmCols) GemmTile<R>(wf, a.layout.k_padded, x, c0, rows);
+  for (int r = 0; r < R; ++r) StoreRow(rows[r], a, r0 + r, nb);
+}
+
+void PackedGemm(const PackedLinearArgs& a) {
+  const int64_t kp = a.layout.k_padded, n_blocks = (a.n + 63) / 64;
+  float* xf = new float[a.m * kp];
+#pragma omp parallel for num_threads(a.threads)
+  for (int64_t r = 0; r < a.m; ++r) Bf16ToF32(a.x + r * kp, xf + r * kp, kp);
+#pragma omp parallel num_threads(a.threads)
+  {
+    float* wf = new float[kp * 64];
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t nb = 0; nb < n_blocks; ++nb) {
+      const uint32_t* strip = reinterpret_cast<const uint32_t*>(a.w + nb * a.layout.n_block);
+      for (int64_t p = 0; p < kp / 2; ++p)
+        for (int v = 0; v < 64; v += kLanes) {
+          const VI w = LoadI(strip + p * 64 + v);
+          Store(wf + (2 * p) * 64 + v, PairLo(w));
+          Store(wf + (2 * p + 1) * 64 + v, PairHi(w));
+        }
+      for (int64_t m0 = 0; m0 < a.m; m0 += kGemmRows) {
+        const float* x = xf + m0 * kp;
+        switch (Min(kGemmRows, a.m - m0)) {
+          case 1: GemmRows<1>(a, wf, x, m0, nb); break;
+          case 2: GemmRows<2>(a, wf, x, m0, nb); break;
+          case 3: GemmRows<3>(a, wf, x, m0, nb); break;
+          case 4: GemmRows<4>(a, wf, x, m0, nb); break;
+          case 5: GemmRows<5>(a, wf, x, m0, nb); break;
+          default: GemmRows<kGemmRows>(a, wf, x, m0, nb); break;
+        }
+      }
+    }
+    delete[] wf;
+  }
+  delete[] xf;
+}
+
+void PackedLinear(const PackedLinearArgs& a) {
+  if (a.m > kGemvMaxRows) return PackedGemm(a);
+  PackedGemv(a);
+}
+#endif
 
 #if OMNI_ISA_AMX
 // tileloadd that the compiler knows reads memory: GCC 12's _tile_loadd
