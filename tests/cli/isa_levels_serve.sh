@@ -46,7 +46,10 @@ for level in generic avx2 avx512 avx512bf16 amx; do
   fi
   grep -q "cpu kernels: $expect (best $best" "$work/$level.log" ||
     { echo "$level: the log does not name level $expect" >&2; cat "$work/$level.log" >&2; exit 1; }
-  curl -sf "$base/metrics" | grep -q "^omni_cpu_kernels_info{level=\"$expect\",best=\"$best\"" ||
+  # Whole, then searched: grep -q on a pipe would close it early and fail
+  # curl under pipefail.
+  metrics="$(curl -sf "$base/metrics")" || { echo "$level: no /metrics" >&2; exit 1; }
+  grep -q "^omni_cpu_kernels_info{level=\"$expect\",best=\"$best\"" <<<"$metrics" ||
     { echo "$level: /metrics has no omni_cpu_kernels_info for $expect" >&2; exit 1; }
   answer="$(curl -sf "$base/v1/chat/completions" -H 'content-type: application/json' \
     -d '{"model":"demo","messages":[{"role":"user","content":"Say something."}],"max_tokens":12,"temperature":0,"ignore_eos":true}')" ||
