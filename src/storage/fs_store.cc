@@ -271,8 +271,14 @@ Status FsStore::Publish(int dir_fd, const std::string& leaf, const std::string& 
       return s;
     }
   }
+  // The object this rename replaces, held open until its sidecar is gone:
+  // once its last link and descriptor go, the file system may give its
+  // inode number to another writer's new temporary, and the sidecar name
+  // derived from it would then be that writer's (a concurrent-writer test
+  // lost the winner's metadata this way).
   struct stat old;
-  bool had_old = ::fstatat(dir_fd, leaf.c_str(), &old, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(old.st_mode);
+  UniqueFd old_fd(::openat(dir_fd, leaf.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  bool had_old = old_fd.valid() && ::fstat(old_fd.get(), &old) == 0 && S_ISREG(old.st_mode);
   if (::renameat(dir_fd, tmp.c_str(), dir_fd, leaf.c_str()) != 0) {
     int err = errno;
     ::unlinkat(dir_fd, sidecar_name.c_str(), 0);
@@ -360,6 +366,12 @@ Status FsStore::Delete(std::string_view key) {
     return errno == ENOENT ? Status::Ok() : ErrnoStatus(errno, fmt::format("deleting '{}'", key));
   }
   if (S_ISDIR(st.st_mode)) return Status::Ok();  // a prefix, not an object
+  // Held open until the sidecar is gone, so the inode number naming it is
+  // not reused by a concurrent writer in between (see Publish). The file
+  // opened is the one whose sidecar is removed, even if the key was
+  // replaced since the stat above.
+  UniqueFd held(::openat(dir->get(), split.leaf.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (held.valid()) ::fstat(held.get(), &st);
   if (::unlinkat(dir->get(), split.leaf.c_str(), 0) != 0 && errno != ENOENT) {
     return ErrnoStatus(errno, fmt::format("deleting '{}'", key));
   }
