@@ -427,6 +427,14 @@ StatusOr<size_t> FsStore::Expire(const std::vector<std::string>& prefixes, std::
       if (entry.kind == DirEntry::Kind::kData) {
         // Only keys under a prefix are data entries; the directory may hold others.
         bool expired = MtimeOf(entry.st) < object_cutoff;
+        // The file is held open while its name and sidecar go (see Publish),
+        // and skipped if a writer replaced it since the walk saw it.
+        UniqueFd held;
+        struct stat now_st;
+        if (expired) {
+          held = UniqueFd(::openat(dir_fd, entry.name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+          expired = held.valid() && ::fstat(held.get(), &now_st) == 0 && now_st.st_ino == entry.st.st_ino;
+        }
         if (expired && ::unlinkat(dir_fd, entry.name.c_str(), 0) == 0) {
           ::unlinkat(dir_fd, SidecarName(entry.name, entry.st.st_ino).c_str(), 0);
           ++removed;
