@@ -1,7 +1,7 @@
 #include "cli/process_info.h"
 
 #include "core/log.h"
-#include "ops/threading.h"
+#include "ops/cpu_info.h"
 
 namespace omni::cli {
 

@@ -18,7 +18,7 @@
 #include "cli/up_command.h"
 #include "cli/version.h"
 #include "core/check.h"
-#include "ops/threading.h"
+#include "ops/cpu_info.h"
 
 namespace omni::cli {
 namespace {

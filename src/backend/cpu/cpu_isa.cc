@@ -166,8 +166,13 @@ const IsaChoice& ActiveIsa() {
   return choice;
 }
 
-std::string IsaSummary() {
+const std::string& CpuBrand() {
   static const std::string brand = DetectCpuFeatures().brand;
+  return brand;
+}
+
+std::string IsaSummary() {
+  const std::string& brand = CpuBrand();
   const IsaChoice& c = ActiveIsa();
   std::string s(IsaName(c.selected));
   s += " (best ";

@@ -51,6 +51,9 @@ IsaChoice ChooseIsa(CpuIsa best, const char* requested);
 // the warning of the choice, if any.
 const IsaChoice& ActiveIsa();
 
+// The CPU's brand string (cpuid; empty where there is none), read once.
+const std::string& CpuBrand();
+
 // One line for logs and `omniserve version`: "avx512bf16 (best avx512bf16;
 // AMD EPYC ...)".
 std::string IsaSummary();

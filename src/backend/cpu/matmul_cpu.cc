@@ -50,7 +50,7 @@ bool DescribePackedBf16(const memory::desc& md, PackedBf16Layout* out) {
     return false;
   }
   *out = {b.strides[0], b.strides[1], d.padded_dims[0], d.padded_dims[1]};
-  // GemvBlock walks a column strip as one run: its (32 k x 64 n) blocks
+  // The kernels walk a column strip as one run: its (32 k x 64 n) blocks
   // must be adjacent, i.e. the k-blocks of one n-block are innermost.
   return d.offset0 == 0 && out->k_block == 32 * 64 && d.padded_dims[0] % 32 == 0;
 }

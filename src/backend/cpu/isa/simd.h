@@ -9,6 +9,27 @@
 // depends only on that lane's inputs: the kernels' batch invariance rests
 // on it.
 
+inline float BitsToFloat(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline uint32_t FloatToBits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+// Round to nearest even, NaN stays NaN: tensor/dtype.h's F32ToBF16, kept
+// here because the per-level objects share no inline code with the rest.
+inline uint16_t RoundToBf16(float f) {
+  uint32_t u = FloatToBits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+inline float Bf16Value(uint16_t h) { return BitsToFloat(uint32_t{h} << 16); }
+
 // The Taylor coefficients of e^r after the leading 1/5040, highest first.
 constexpr float kExpTaylor[7] = {1.f / 720, 1.f / 120, 1.f / 24, 1.f / 6, 0.5f, 1.f, 1.f};
 
