@@ -23,6 +23,8 @@ packages=(
   # small codec in src/net/msgpack.*: Debian's libmsgpack-dev and
   # libmsgpack-cxx-dev depend on Boost 1.74, which conflicts with 1.81.)
   cppzmq-dev libzmq3-dev
+  # media: image codecs (libjpeg-turbo, libpng, libwebp with its demuxer, giflib)
+  libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev
   # tcmalloc, the omniserve binary's allocator
   libgoogle-perftools-dev
   # tests and benchmarks
@@ -34,7 +36,7 @@ packages=(
   # (scripts/s3/swift-up.sh starts it on 127.0.0.1; tempauth needs memcached)
   swift swift-proxy swift-object swift-container swift-account python3-swift memcached
   # reference scripts (goldens are committed; tests do not need these)
-  python3 python3-numpy
+  python3 python3-numpy python3-pil
 )
 
 missing=()
