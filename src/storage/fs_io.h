@@ -3,8 +3,9 @@
 // (temporary + fsync + rename). Also the reserved names of FsStore's on-disk
 // layout (docs/STORAGE.md), so that a file:// PUT and FsStore agree on them.
 //
-// Every reserved name contains '#', which ValidateObjectKey refuses, so no key
-// can address or list a temporary or a sidecar.
+// Every reserved name contains '#', which FsStore refuses in keys (and
+// PutToUrl in file names), so no key can address or list a temporary or a
+// sidecar.
 //
 // Thread-safety: free functions are thread-safe; a UniqueFd is not shared.
 #pragma once
@@ -90,7 +91,9 @@ Status AtomicReplaceFile(int dir_fd, std::string_view name, std::string_view dat
 // relative path, a query or fragment, a malformed escape or an escaped NUL.
 StatusOr<std::string> FileUrlToPath(std::string_view url);
 // The inverse: "/abs/a b" -> "file:///abs/a%20b". Unreserved characters,
-// sub-delimiters, ':', '@' and '/' stay as they are; the rest is escaped.
+// sub-delimiters ("!$&'()*+,;="), ':', '@' and '/' stay as they are; every
+// other byte ('%', '?', '#', '"', a space, each byte of a non-ASCII
+// character, ...) becomes %XX, so FileUrlToPath gives back `path` exactly.
 std::string PathToFileUrl(std::string_view path);
 
 }  // namespace omni

@@ -91,18 +91,26 @@ std::optional<Sidecar> ReadSidecar(int dir_fd, const std::string& leaf, const st
 // up to 20 digits of an inode number to its object's name.
 constexpr size_t kMaxSegmentBytes = 255 - 1 - 20;
 
-// ValidateObjectKey plus what a file system adds: no path segment longer
-// than kMaxSegmentBytes.
+// ValidateObjectKey plus what the file system and our layout add: no '#'
+// (sidecars and temporaries are the names containing one, so no key can
+// address or list them), no '\\' (path confinement refuses it in every file
+// path, so a file:// URL of such a key could not be fetched), and no path
+// segment longer than kMaxSegmentBytes.
 Status ValidateFsKey(std::string_view key) {
   OMNI_RETURN_IF_ERROR(ValidateObjectKey(key));
+  if (key.find('#') != std::string_view::npos) {
+    return InvalidObjectKey(key, "FsStore refuses '#' in keys (it names its own metadata and temporary files)");
+  }
+  if (key.find('\\') != std::string_view::npos) {
+    return InvalidObjectKey(key, "FsStore refuses '\\' in keys (file paths may not contain it)");
+  }
   size_t start = 0;
   while (start < key.size()) {
     size_t end = std::min(key.find('/', start), key.size());
     if (end - start > kMaxSegmentBytes) {
-      return InvalidArgument(fmt::format("invalid object key '{}...': FsStore allows at most {} bytes between "
-                                         "slashes (the file system's name limit)",
-                                         key.substr(0, 64), kMaxSegmentBytes))
-          .WithParam("key");
+      return InvalidObjectKey(key, fmt::format("FsStore allows at most {} bytes between slashes (the file "
+                                               "system's name limit)",
+                                               kMaxSegmentBytes));
     }
     start = end + 1;
   }
@@ -473,7 +481,7 @@ Status FsStore::WalkPrefix(std::string_view prefix, bool remove_empty_dirs, cons
   // key can have matches nothing.
   size_t slash = prefix.rfind('/');
   std::string_view dir = slash == std::string_view::npos ? std::string_view() : prefix.substr(0, slash);
-  if (!dir.empty() && !ValidateObjectKey(dir).ok()) return Status::Ok();
+  if (!dir.empty() && !ValidateFsKey(dir).ok()) return Status::Ok();
   auto dir_fd = OpenDirBeneath(root_fd_.get(), dir, /*create=*/false);
   if (!dir_fd.ok()) {
     StatusCode code = dir_fd.status().code();
@@ -511,8 +519,10 @@ Status FsStore::WalkDir(int dir_fd, const std::string& rel_dir, std::string_view
     if (S_ISDIR(entry.st.st_mode)) {
       std::string as_prefix = key + "/";
       if (as_prefix.starts_with(prefix) || prefix.starts_with(as_prefix)) subdirs.push_back(entry.name);
-    } else if (S_ISREG(entry.st.st_mode) && key.starts_with(prefix) && ValidateObjectKey(key).ok()) {
-      entries.push_back(std::move(entry));  // symbolic links and other files are never objects
+    } else if (S_ISREG(entry.st.st_mode) && key.starts_with(prefix) && ValidateFsKey(key).ok()) {
+      // Symbolic links, other files and names no key can have (not UTF-8, a
+      // control character, a backslash) are never objects.
+      entries.push_back(std::move(entry));
     }
   }
   ::closedir(listing);

@@ -8,8 +8,16 @@
 //                              inode of the data file it describes
 //   <root>/<dir>/#tmp.<...>    temporaries of writers in progress
 //
-// '#' is outside the key alphabet, so sidecars and temporaries can never be
-// addressed or listed as keys.
+// Keys: ValidateObjectKey's (any UTF-8 without control characters: spaces,
+// '&', '%', '+', '?', quotes, non-ASCII are all fine, stored as file names
+// byte for byte), less three things FsStore refuses with InvalidArgument:
+//  - '#' anywhere: every name containing '#' is FsStore's own (sidecars,
+//    temporaries), so a key can never address or list one;
+//  - '\' anywhere: path confinement (path_confine.h) refuses it in every
+//    file path, so the file:// URL of such a key could not be fetched;
+//  - more than 234 bytes between slashes (NAME_MAX less a sidecar's suffix).
+// Files in the root that no key could name (not UTF-8, a control character,
+// a backslash) are not objects: List skips them, Get refuses their names.
 //
 // Guarantees:
 //  - Put is atomic: the bytes go to a temporary in the key's directory, are
@@ -82,7 +90,9 @@ class FsStore final : public ObjectStore {
   Status Delete(std::string_view key) override;
   // Fills etag and content type from sidecars; metadata stays empty.
   StatusOr<std::vector<ObjectInfo>> List(std::string_view prefix) override;
-  // "file:///root/key". `ttl` cannot be enforced on a file and is only
+  // "file:///root/key", percent-encoded (PathToFileUrl: a space, '%', '?',
+  // '"' and every non-ASCII byte are escaped, so FetchUrl decodes the URL
+  // back to the key's path exactly). `ttl` cannot be enforced on a file and is only
   // checked to be positive. kGet refuses what Get refuses: a missing object
   // or a directory (NotFound), a symbolic link (PermissionDenied). For kPut
   // the key's directory is created and a link, directory or other non-file

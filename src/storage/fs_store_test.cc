@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <filesystem>
@@ -17,8 +18,10 @@
 #include <thread>
 #include <vector>
 
+#include "core/utf8.h"
 #include "storage/content_hash.h"
 #include "storage/fs_io.h"
+#include "storage/url_fetch.h"
 
 namespace omni {
 namespace {
@@ -189,20 +192,85 @@ TEST_F(FsStoreTest, ListByPrefixInKeyOrder) {
   EXPECT_EQ(keys("../"), V{});
   EXPECT_EQ(keys("x/../"), V{});
   EXPECT_EQ((*store_->List("x/1"))[0].size, 3u);
-  // Reserved files and files with names outside the key alphabet are not objects.
+  // Reserved files and files whose names no key can have are not objects.
   std::ofstream(Root() + "/x/#tmp.1.2.3.4") << "partial";
-  std::ofstream(Root() + "/x/has space") << "foreign";
+  std::ofstream(Root() + "/x/not-utf8-\xff") << "foreign";
+  std::ofstream(Root() + "/x/tab\tname") << "foreign";
+  std::ofstream(Root() + "/x/back\\slash") << "foreign";
   EXPECT_EQ(keys("x/"), (V{"x/1", "x/2", "x/sub/3"}));
+  // A file written by hand under a name that is a key is an object.
+  std::ofstream(Root() + "/x/has space") << "foreign";
+  EXPECT_EQ(keys("x/"), (V{"x/1", "x/2", "x/has space", "x/sub/3"}));
+  EXPECT_EQ(*store_->Get("x/has space"), "foreign");
+}
+
+TEST(ObjectKeyTest, AnyUtf8WithoutControlCharacters) {
+  for (std::string good : {"a", "a b", "my photo.jpg", "a&b.png", "\xd1\x84\xd0\xbe\xd1\x82\xd0\xbe.jpg", "a?b=c#d",
+                           "100%", "%2F", "x\"y'z", "a\\b", "dir/my photo & co + 100%\xc3\xa9.jpg", " lead/trail ",
+                           "...", "a/.../b", ".hidden/x.", "\xf0\x9f\x98\x80", "\xef\xbf\xbf", "\xc2\x85"}) {
+    EXPECT_TRUE(ValidateObjectKey(good).ok()) << good << ": " << ValidateObjectKey(good).ToString();
+  }
+  // 1024 bytes of two-byte characters; one byte more is too long.
+  std::string longest;
+  for (int i = 0; i < 512; ++i) longest += "\xc3\xa9";
+  EXPECT_TRUE(ValidateObjectKey(longest).ok());
+  EXPECT_EQ(ValidateObjectKey(longest + "a").code(), StatusCode::kInvalidArgument);
+
+  auto why = [](std::string_view key) {
+    Status s = ValidateObjectKey(key);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << ShownObjectKey(key);
+    EXPECT_EQ(s.param(), "key");
+    EXPECT_TRUE(IsValidUtf8(s.message())) << s.message();
+    return s.message();
+  };
+  EXPECT_EQ(why(""), "invalid object key '': empty");
+  EXPECT_EQ(why(std::string("nul\0x", 5)), "invalid object key 'nul\\x00x': contains a NUL byte (at byte 3)");
+  EXPECT_EQ(why("tab\tx"), "invalid object key 'tab\\x09x': contains the control character 0x09 (at byte 3)");
+  EXPECT_EQ(why("a\nb"), "invalid object key 'a\\x0ab': contains the control character 0x0a (at byte 1)");
+  EXPECT_EQ(why("a\rb"), "invalid object key 'a\\x0db': contains the control character 0x0d (at byte 1)");
+  EXPECT_EQ(why("del\x7f"), "invalid object key 'del\\x7f': contains the control character 0x7f (at byte 3)");
+  EXPECT_EQ(why("esc\x1b[0m"), "invalid object key 'esc\\x1b[0m': contains the control character 0x1b (at byte 3)");
+  EXPECT_EQ(why("bad\xff"), "invalid object key 'bad\\xff': is not valid UTF-8");
+  EXPECT_EQ(why("latin1 caf\xe9"), "invalid object key 'latin1 caf\\xe9': is not valid UTF-8");
+  EXPECT_EQ(why("overlong \xc0\xaf"), "invalid object key 'overlong \\xc0\\xaf': is not valid UTF-8");
+  EXPECT_EQ(why("surrogate \xed\xa0\x80"), "invalid object key 'surrogate \\xed\\xa0\\x80': is not valid UTF-8");
+  EXPECT_EQ(why("cut \xe2\x82"), "invalid object key 'cut \\xe2\\x82': is not valid UTF-8");
+  EXPECT_EQ(why("past \xf4\x90\x80\x80"), "invalid object key 'past \\xf4\\x90\\x80\\x80': is not valid UTF-8");
+  EXPECT_EQ(why("/abs"), "invalid object key '/abs': starts with '/'");
+  EXPECT_EQ(why("a//b"), "invalid object key 'a//b': contains an empty path segment");
+  EXPECT_EQ(why("a/./b"), "invalid object key 'a/./b': contains a '.' or '..' segment");
+  EXPECT_EQ(why("../a"), "invalid object key '../a': contains a '.' or '..' segment");
+  EXPECT_EQ(why("a/.."), "invalid object key 'a/..': contains a '.' or '..' segment");
+  EXPECT_EQ(why("a b/"), "invalid object key 'a b/': ends with '/'");
+  // A long key is shown cut, never in the middle of a character.
+  EXPECT_EQ(why(std::string(63, 'a') + "\xc3\xa9" + std::string(2000, 'b')),
+            "invalid object key '" + std::string(63, 'a') + "...': longer than 1024 bytes");
 }
 
 TEST_F(FsStoreTest, KeyRules) {
-  for (std::string bad : {"", "/abs", "../up", "a/../b", "a/./b", "a//b", "a/", "a b", "a#b", "a?b", "a\\b"}) {
+  for (std::string bad : {"", "/abs", "../up", "a/../b", "a/./b", "a//b", "a/", "a#b", "dir#1/x", "#tmp.1", "a\\b",
+                          "dir\\x/y", "tab\there", "new\nline", "del\x7f", "bad\xff", "overlong\xc0\xaf"}) {
     EXPECT_EQ(store_->Put(bad, "x").code(), StatusCode::kInvalidArgument) << bad;
     EXPECT_EQ(store_->Get(bad).status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(store_->Head(bad).status().code(), StatusCode::kInvalidArgument) << bad;
     EXPECT_EQ(store_->Delete(bad).code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(store_->Presign(bad, PresignMethod::kGet, seconds(60)).status().code(), StatusCode::kInvalidArgument)
+        << bad;
+    EXPECT_EQ(store_->Presign(bad, PresignMethod::kPut, seconds(60)).status().code(), StatusCode::kInvalidArgument)
+        << bad;
   }
+  EXPECT_EQ(store_->Put(std::string("a\0b", 3), "x").code(), StatusCode::kInvalidArgument);
+  Status hash = store_->Put("photos/a#1.jpg", "x");
+  EXPECT_EQ(hash.message(),
+            "invalid object key 'photos/a#1.jpg': FsStore refuses '#' in keys (it names its own metadata and "
+            "temporary files)");
+  EXPECT_EQ(hash.param(), "key");
+  EXPECT_NE(store_->Put("a\\b", "x").message().find("FsStore refuses '\\'"), std::string::npos);
+  EXPECT_TRUE(fs::is_empty(Root()));  // nothing was created for a refused key
   EXPECT_EQ(store_->Put(std::string(1025, 'a'), "x").code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(store_->Put(std::string(235, 'a'), "x").code(), StatusCode::kInvalidArgument);  // one segment
+  Status segment = store_->Put(std::string(235, 'a'), "x");  // one segment
+  EXPECT_EQ(segment.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(segment.message().find("at most 234 bytes between slashes"), std::string::npos) << segment.message();
   // 1024 bytes in segments the file system can hold.
   std::string longest;
   while (longest.size() + 201 <= 1024) longest += std::string(200, 'k') + "/";
@@ -211,6 +279,89 @@ TEST_F(FsStoreTest, KeyRules) {
   ASSERT_TRUE(store_->Put(longest, "deep").ok());
   EXPECT_EQ(*store_->Get(longest), "deep");
   EXPECT_TRUE(store_->Put("ok-chars_!.*'()=+,@~/Z9", "x").ok());
+  // 234 bytes between slashes counts bytes, not characters: 117 two-byte ones.
+  std::string wide;
+  for (int i = 0; i < 117; ++i) wide += "\xc3\xa9";
+  EXPECT_TRUE(store_->Put("w/" + wide, "x").ok());
+  EXPECT_EQ(store_->Put("w/" + wide + "a", "x").code(), StatusCode::kInvalidArgument);
+}
+
+// Keys with every character a URL, a shell or a file:// reader could trip on
+// go through every operation and come back byte for byte.
+TEST_F(FsStoreTest, KeysWithReservedAndNonAsciiCharactersRoundTrip) {
+  const std::vector<std::string> keys = {
+      "dir/my photo & co + 100%\xc3\xa9.jpg",
+      "a&b.png",
+      "\xd1\x84\xd0\xbe\xd1\x82\xd0\xbe.jpg",                     // фото.jpg
+      "q/what?x=1;y=\"2\" 'z'",                                  // '?', '=', ';' and quotes
+      "pct/50%2Foff %41%zz%",                                    // looks escaped, is not
+      "sp ace/ leading and trailing ",                           // spaces at both ends of segments
+      "\xe6\x97\xa5\xe6\x9c\xac/\xf0\x9f\x98\x80 \xc3\xbc",       // 日本/😀 ü
+      "punct/~!$&'()*+,;=:@[]{}|^`<>",
+  };
+  PutOptions options{.content_type = "image/jpeg", .metadata = {{"orig", "yes"}}};
+  for (const std::string& key : keys) {
+    SCOPED_TRACE(key);
+    const std::string data = "bytes of " + key;
+    Status put = store_->Put(key, data, options);
+    ASSERT_TRUE(put.ok()) << put.ToString();
+    EXPECT_TRUE(fs::is_regular_file(fs::path(Root()) / key));  // the key is the file's path, byte for byte
+
+    EXPECT_EQ(store_->Get(key).value(), data);
+    auto info = store_->Head(key);
+    ASSERT_TRUE(info.ok()) << info.status().ToString();
+    EXPECT_EQ(info->key, key);
+    EXPECT_EQ(info->size, data.size());
+    EXPECT_EQ(info->etag, Xxh128Hex(data));
+    EXPECT_EQ(info->content_type, "image/jpeg");
+    EXPECT_EQ(info->metadata, options.metadata);
+
+    auto listed = store_->List(key);
+    ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+    ASSERT_EQ(listed->size(), 1u);
+    EXPECT_EQ((*listed)[0].key, key);
+    EXPECT_EQ((*listed)[0].etag, Xxh128Hex(data));
+
+    // The presigned URL is plain ASCII with every special byte escaped, and
+    // fetching it gives the object.
+    auto url = store_->Presign(key, PresignMethod::kGet, seconds(60));
+    ASSERT_TRUE(url.ok()) << url.status().ToString();
+    for (unsigned char c : *url) {
+      EXPECT_TRUE(c > 0x20 && c < 0x7f && c != '?' && c != '#' && c != '"') << *url;
+    }
+    EXPECT_EQ(FileUrlToPath(*url).value(), store_->root() + "/" + key);
+    auto fetched = FetchUrl(*url, {.file_root = store_->root()}, nullptr);
+    ASSERT_TRUE(fetched.ok()) << *url << ": " << fetched.status().ToString();
+    EXPECT_EQ(*fetched, data);
+  }
+  // The first key's PUT URL replaces the object through PutToUrl.
+  auto put_url = store_->Presign(keys[0], PresignMethod::kPut, seconds(60));
+  ASSERT_TRUE(put_url.ok()) << put_url.status().ToString();
+  ASSERT_TRUE(PutToUrl(*put_url, "replaced", {.sync = false, .file_root = store_->root()}, nullptr).ok());
+  EXPECT_EQ(store_->Get(keys[0]).value(), "replaced");
+
+  auto listed = store_->List("");
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  std::vector<std::string> got;
+  for (const ObjectInfo& info : *listed) got.push_back(info.key);
+  std::vector<std::string> want = keys;
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(got, want);  // byte order, the order of S3's List
+  // Prefixes with special characters select by bytes too.
+  EXPECT_EQ(store_->List("dir/my photo & co").value().size(), 1u);
+  EXPECT_EQ(store_->List("dir/my photo & co + 100%\xc3").value().size(), 1u);  // half a character
+  EXPECT_EQ(store_->List("q/what?").value().size(), 1u);
+  EXPECT_EQ(store_->List("q/what#").value().size(), 0u);
+  EXPECT_EQ(store_->List("\xe6\x97\xa5\xe6\x9c\xac/").value().size(), 1u);
+
+  for (const std::string& key : keys) {
+    SCOPED_TRACE(key);
+    ASSERT_TRUE(store_->Delete(key).ok());
+    EXPECT_EQ(store_->Get(key).status().code(), StatusCode::kNotFound);
+    EXPECT_EQ(store_->Head(key).status().code(), StatusCode::kNotFound);
+  }
+  EXPECT_TRUE(store_->List("").value().empty());
+  EXPECT_TRUE(fs::is_empty(Root()));  // sidecars and directories went too
 }
 
 TEST_F(FsStoreTest, SymlinkEscapeIsRefused) {

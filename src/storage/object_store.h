@@ -92,9 +92,26 @@ class ObjectStore {
 // True for errors that a retry may cure (kUnavailable, kDeadlineExceeded).
 bool IsTransient(const Status& status);
 
-// Keys: 1 to 1024 bytes of [A-Za-z0-9] and "!-_.*'()/=+,@~" (S3's safe set
-// plus a few), no leading '/', no empty, "." or ".." segment, no "//".
-// Both stores enforce the same rule so a key that works on one works on both.
+// Keys are what S3 allows, less what no file system or log line should see:
+// 1 to 1024 bytes of valid UTF-8 (spaces, '&', '%', '+', '?', '#', quotes,
+// non-ASCII: all fine), with no control character (U+0000-U+001F, U+007F),
+// no leading or trailing '/', and no empty, "." or ".." segment between
+// slashes ("a//b", "a/./b", "../a" are refused). A key is raw bytes: never
+// percent-decoded, never normalized (no Unicode normalization either, so
+// "é" precomposed and decomposed are two keys, as on S3). S3Store encodes
+// keys for the wire itself; callers pass them as they are.
+// FsStore refuses a little more (fs_store.h): '#' (its own files) and '\'
+// anywhere, and more than 234 bytes between slashes. Keys meant to work on
+// both stores should keep to ValidateObjectKey minus those.
+// InvalidArgument "invalid object key '<key>': <why>", parameter "key".
 Status ValidateObjectKey(std::string_view key);
+
+// The InvalidArgument ValidateObjectKey returns, for stores that refuse more:
+// "invalid object key '<ShownObjectKey(key)>': <why>", parameter "key".
+Status InvalidObjectKey(std::string_view key, std::string_view why);
+// `key` as messages show it: at most its first 64 bytes (never half a
+// character, "..." if cut), control characters and bytes that are not UTF-8
+// written as \xNN, so that a message is always printable UTF-8.
+std::string ShownObjectKey(std::string_view key);
 
 }  // namespace omni

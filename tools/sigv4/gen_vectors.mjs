@@ -94,6 +94,19 @@ const CASES = [
   { name: "presign_put", method: "PUT", host: PS, path: "/bucket/uploads/ключ 1.bin", presign_ttl: 900 },
   { name: "presign_get_session_token", method: "GET", host: PS, path: "/bucket/k1", presign_ttl: 604800, session_token: SESSION_TOKEN },
   { name: "presign_upload_part", method: "PUT", host: PS, path: "/bucket/big", query: [["partNumber", "1"], ["uploadId", "xyz"]], presign_ttl: 600 },
+  // Keys with every byte S3 allows that a URL or the signer could mangle:
+  // reserved and sub-delimiter characters, '%' that looks like an escape,
+  // '?' and '#' (which would start a query or fragment unescaped), quotes,
+  // a backslash and multi-byte UTF-8.
+  { name: "get_key_reserved_utf8", method: "GET", host: PS, path: "/bucket/dir/my photo & co + 100%é.jpg" },
+  { name: "put_key_query_hash_quotes", method: "PUT", host: PS, path: "/bucket/q?x=1;y=\"2\" 'z'#frag/50%2Foff %41\\b.txt",
+    headers: [["Content-Type", "image/jpeg"]], payload_sha256: sha("x") },
+  { name: "head_key_all_ascii_punctuation", method: "HEAD", host: VH, path: "/p/ !\"#$%&'()*+,-.:;<=>?@[\\]^_`{|}~" },
+  { name: "delete_key_utf8_4byte", method: "DELETE", host: PS, path: "/bucket/фото/😀 ü.jpg" },
+  { name: "list_v2_encoding_url_special_prefix", method: "GET", host: PS, path: "/bucket",
+    query: [["list-type", "2"], ["prefix", "run/dir/my photo & co + 100%é"], ["encoding-type", "url"]] },
+  { name: "presign_get_reserved_utf8_key", method: "GET", host: PS, path: "/bucket/my photo&1+é.jpg", presign_ttl: 3600 },
+  { name: "presign_put_special_key_virtual", method: "PUT", host: VH, path: "/run/a b/100%?#=&'\"é.bin", presign_ttl: 600 },
 ];
 
 const out = [];

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/log.h"
+#include "net/http.h"
 #include "net/url.h"
 #include "storage/s3/s3_xml.h"
 
@@ -81,6 +82,21 @@ double DefaultRandom() {
 std::string Unquote(std::string_view etag) {
   if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') return std::string(etag.substr(1, etag.size() - 2));
   return std::string(etag);
+}
+
+// ListObjectsV2 asks for encoding-type=url, so that every key S3 can hold
+// survives the XML (U+FFFE, say, cannot appear in XML 1.0 at all); the
+// answer then carries <EncodingType>url</EncodingType> and percent-encoded
+// keys, a space written as '+' by AWS and as %20 by Swift, a '+' always as
+// %2B. A server that ignores the parameter sends plain (XML-escaped) keys.
+constexpr std::string_view kListEncoding = "url";
+
+bool ListIsUrlEncoded(std::string_view body) { return XmlText(body, "EncodingType").value_or("") == kListEncoding; }
+
+// The full key of one <Contents> of a ListObjectsV2 answer, decoded.
+std::string ListedKey(std::string_view contents, bool url_encoded) {
+  std::string key = XmlText(contents, "Key").value_or("");
+  return url_encoded ? PercentDecode(key, /*plus_as_space=*/true) : key;
 }
 
 }  // namespace
@@ -398,12 +414,18 @@ StatusOr<std::vector<ObjectInfo>> S3Store::List(std::string_view prefix) {
   std::vector<ObjectInfo> out;
   std::string token;
   do {
-    Call call{HttpMethod::kGet, "", {{"list-type", "2"}, {"prefix", full_prefix}}, {}, "", "LIST " + full_prefix};
+    Call call{HttpMethod::kGet,
+              "",
+              {{"list-type", "2"}, {"prefix", full_prefix}, {"encoding-type", std::string(kListEncoding)}},
+              {},
+              "",
+              "LIST " + full_prefix};
     if (!token.empty()) call.query.emplace_back("continuation-token", token);
     OMNI_ASSIGN_OR_RETURN(HttpClientResponse resp, Execute(call));
+    const bool url_encoded = ListIsUrlEncoded(resp.body);
     for (std::string_view entry : XmlElements(resp.body, "Contents")) {
       ObjectInfo info;
-      std::string key = XmlText(entry, "Key").value_or("");
+      std::string key = ListedKey(entry, url_encoded);
       if (key.size() < strip || key.compare(0, full_prefix.size(), full_prefix) != 0) continue;
       info.key = key.substr(strip);
       info.size = std::strtoull(XmlText(entry, "Size").value_or("0").c_str(), nullptr, 10);
@@ -440,11 +462,13 @@ Status S3Store::CreateBucket() {
 Status S3Store::DeleteBucketAndContents() {
   std::string token;
   do {
-    Call list{HttpMethod::kGet, "", {{"list-type", "2"}}, {}, "", "LIST " + loc_.bucket};
+    Call list{HttpMethod::kGet, "", {{"list-type", "2"}, {"encoding-type", std::string(kListEncoding)}}, {}, "",
+              "LIST " + loc_.bucket};
     if (!token.empty()) list.query.emplace_back("continuation-token", token);
     OMNI_ASSIGN_OR_RETURN(HttpClientResponse resp, Execute(list));
+    const bool url_encoded = ListIsUrlEncoded(resp.body);
     for (std::string_view entry : XmlElements(resp.body, "Contents")) {
-      std::string key = XmlText(entry, "Key").value_or("");
+      std::string key = ListedKey(entry, url_encoded);
       Call del{HttpMethod::kDelete, key, {}, {}, "", "DELETE " + key};
       OMNI_RETURN_IF_ERROR(Execute(del).status());
     }

@@ -12,6 +12,13 @@
 //   address (no DNS for the bucket name needed); presigned URLs then name
 //   BUCKET.HOST, which the URL's user must be able to resolve.
 //
+// Keys: anything ValidateObjectKey accepts (any UTF-8 without control
+// characters). A key goes on the wire, in requests and presigned URLs alike,
+// as UriEncodePath(bucket/prefix/key): A-Za-z0-9 "-._~" and '/' as they are,
+// every other byte %XX, which is also exactly the canonical URI SigV4 signs
+// (S3 encodes the path once, not twice). List asks for encoding-type=url and
+// decodes, so keys come back byte for byte as they were put.
+//
 // Retries: transient failures (connection errors, timeouts, 5xx, SlowDown)
 // are retried with full-jitter exponential backoff up to max_attempts; 4xx
 // never. A GetStream is retried only before its first byte reached the sink.

@@ -201,13 +201,153 @@ TEST_F(FlakyS3Test, PresignChecksTtlAndKey) {
             StatusCode::kInvalidArgument);
   EXPECT_EQ(store_->Presign("../k", PresignMethod::kGet, std::chrono::seconds(60)).status().code(),
             StatusCode::kInvalidArgument);
-  auto url = store_->Presign("dir/a b", PresignMethod::kPut, std::chrono::seconds(604800));
-  EXPECT_EQ(url.status().code(), StatusCode::kInvalidArgument);  // ' ' is outside the key set
+  EXPECT_EQ(store_->Presign("dir/a\tb", PresignMethod::kGet, std::chrono::seconds(60)).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->Presign("dir/\xff", PresignMethod::kGet, std::chrono::seconds(60)).status().code(),
+            StatusCode::kInvalidArgument);
   auto ok = store_->Presign("dir/a+b", PresignMethod::kPut, std::chrono::seconds(604800));
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(ok->find("http://127.0.0.1:" + std::to_string(server_->port()) + "/bkt/p/dir/a%2Bb?X-Amz-Algorithm="), 0u);
   EXPECT_NE(ok->find("X-Amz-Expires=604800"), std::string::npos);
   EXPECT_NE(ok->find("X-Amz-SignedHeaders=host"), std::string::npos);
+}
+
+// A local server that records what S3Store puts on the wire and answers
+// ListObjectsV2 with a canned body: the encoding of keys, byte for byte.
+class WireS3Test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    HttpServerOptions so;
+    so.access_log = false;
+    server_ = std::make_unique<HttpServer>(so);
+    auto record = [this](const HttpRequest& r) {
+      std::lock_guard<std::mutex> lock(mu_);
+      targets_.push_back(std::string(HttpMethodName(r.method)) + " " + r.target);
+    };
+    for (HttpMethod m : {HttpMethod::kPut, HttpMethod::kGet, HttpMethod::kHead, HttpMethod::kDelete}) {
+      server_->Route(m, "/bkt/*", [this, record](const HttpRequest& r) {
+        record(r);
+        HttpResponse resp{200, {}, r.method == HttpMethod::kGet ? "object" : ""};
+        resp.headers.Set("etag", "\"e\"");
+        return resp;
+      });
+    }
+    server_->Route(HttpMethod::kGet, "/bkt", [this, record](const HttpRequest& r) {
+      record(r);
+      std::lock_guard<std::mutex> lock(mu_);
+      return HttpResponse{200, {}, list_body_};
+    });
+    ASSERT_TRUE(server_->Start().ok());
+    auto s = S3Store::Open("s3://bkt/p?endpoint=http://127.0.0.1:" + std::to_string(server_->port()),
+                           S3Credentials{"AK", "SK", ""}, {});
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    store_ = std::move(*s);
+  }
+  void TearDown() override {
+    store_.reset();
+    server_->Shutdown();
+  }
+  std::vector<std::string> Targets() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return targets_;
+  }
+  void SetListBody(std::string body) {
+    std::lock_guard<std::mutex> lock(mu_);
+    list_body_ = std::move(body);
+  }
+  static std::string ListBody(const std::vector<std::string>& keys, bool url_encoding) {
+    std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListBucketResult><Name>bkt</Name>";
+    if (url_encoding) xml += "<EncodingType>url</EncodingType>";
+    for (const std::string& k : keys) {
+      xml += "<Contents><Key>" + k + "</Key><LastModified>2009-10-12T17:50:30.000Z</LastModified>"
+             "<ETag>&quot;e&quot;</ETag><Size>6</Size></Contents>";
+    }
+    return xml + "<IsTruncated>false</IsTruncated></ListBucketResult>";
+  }
+
+  std::unique_ptr<HttpServer> server_;
+  std::unique_ptr<S3Store> store_;
+  std::mutex mu_;
+  std::vector<std::string> targets_;  // guarded by mu_
+  std::string list_body_;             // guarded by mu_
+};
+
+// "dir/my photo & co + 100%é.jpg" below the URI prefix "p/".
+constexpr std::string_view kSpecialKey = "dir/my photo & co + 100%\xc3\xa9.jpg";
+constexpr std::string_view kSpecialPath = "/bkt/p/dir/my%20photo%20%26%20co%20%2B%20100%25%C3%A9.jpg";
+
+TEST_F(WireS3Test, EveryOperationEncodesTheKeyOnceInThePath) {
+  ASSERT_TRUE(store_->Put(kSpecialKey, "object").ok());
+  EXPECT_EQ(store_->Get(kSpecialKey).value(), "object");
+  std::string streamed;
+  ASSERT_TRUE(store_->GetStream(kSpecialKey, std::nullopt, [&](std::string_view c) { streamed += c; return true; }).ok());
+  EXPECT_EQ(streamed, "object");
+  auto head = store_->Head(kSpecialKey);
+  ASSERT_TRUE(head.ok()) << head.status().ToString();
+  EXPECT_EQ(head->key, kSpecialKey);
+  ASSERT_TRUE(store_->Delete(kSpecialKey).ok());
+  const std::string path(kSpecialPath);
+  EXPECT_EQ(Targets(), (std::vector<std::string>{"PUT " + path, "GET " + path, "GET " + path, "HEAD " + path,
+                                                 "DELETE " + path}));
+
+  // '?', '#', quotes, a backslash and a 4-byte character: nothing starts a
+  // query or a fragment, nothing is left raw.
+  ASSERT_TRUE(store_->Put("q?x=1#f \"a\" 'b'\\c/\xf0\x9f\x98\x80", "x").ok());
+  EXPECT_EQ(Targets().back(), "PUT /bkt/p/q%3Fx%3D1%23f%20%22a%22%20%27b%27%5Cc/%F0%9F%98%80");
+}
+
+TEST_F(WireS3Test, InvalidKeysNeverReachTheServer) {
+  for (std::string bad : {std::string("a\0b", 3), std::string("tab\there"), std::string("del\x7f"),
+                          std::string("bad\xff"), std::string("cut\xe2\x82"), std::string("/abs"), std::string("a//b")}) {
+    EXPECT_EQ(store_->Put(bad, "x").code(), StatusCode::kInvalidArgument) << ShownObjectKey(bad);
+    EXPECT_EQ(store_->Get(bad).status().code(), StatusCode::kInvalidArgument) << ShownObjectKey(bad);
+    EXPECT_EQ(store_->Head(bad).status().code(), StatusCode::kInvalidArgument) << ShownObjectKey(bad);
+    EXPECT_EQ(store_->Delete(bad).code(), StatusCode::kInvalidArgument) << ShownObjectKey(bad);
+  }
+  EXPECT_TRUE(Targets().empty());
+  // What FsStore alone refuses is fine on S3.
+  EXPECT_TRUE(store_->Put("a#b\\c", "x").ok());
+  EXPECT_EQ(Targets().back(), "PUT /bkt/p/a%23b%5Cc");
+}
+
+TEST_F(WireS3Test, PresignedUrlEncodesTheKeyOnce) {
+  auto url = store_->Presign(kSpecialKey, PresignMethod::kGet, std::chrono::seconds(60));
+  ASSERT_TRUE(url.ok()) << url.status().ToString();
+  EXPECT_EQ(url->find("http://127.0.0.1:" + std::to_string(server_->port()) + std::string(kSpecialPath) +
+                      "?X-Amz-Algorithm="),
+            0u)
+      << *url;
+}
+
+TEST_F(WireS3Test, ListAsksForUrlEncodingAndDecodesKeys) {
+  // AWS writes a space as '+' (and a '+' as %2B); Swift writes %20. Both decode the same.
+  SetListBody(ListBody({"p/dir/my+photo+%26+co+%2B+100%25%C3%A9.jpg", "p/dir/my%20photo%20%26%20co%20%2B%20x%3F%23%22",
+                        "p/%E2%82%AC%EF%BF%BF"},
+                       /*url_encoding=*/true));
+  auto listed = store_->List("dir/my photo & co + 100%\xc3\xa9");
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  std::vector<std::string> keys;
+  for (const ObjectInfo& info : *listed) keys.push_back(info.key);
+  // Only keys under the prefix, URI prefix stripped, decoded byte for byte.
+  EXPECT_EQ(keys, (std::vector<std::string>{std::string(kSpecialKey)}));
+  ASSERT_FALSE(Targets().empty());
+  const std::string target = Targets().back();
+  EXPECT_NE(target.find("encoding-type=url"), std::string::npos) << target;
+  EXPECT_NE(target.find("prefix=p%2Fdir%2Fmy%20photo%20%26%20co%20%2B%20100%25%C3%A9"), std::string::npos) << target;
+
+  auto all = store_->List("");
+  ASSERT_TRUE(all.ok());
+  keys.clear();
+  for (const ObjectInfo& info : *all) keys.push_back(info.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{std::string(kSpecialKey), "dir/my photo & co + x?#\"",
+                                            "\xe2\x82\xac\xef\xbf\xbf"}));
+
+  // A server that ignores encoding-type sends XML-escaped keys; '+' and '%' are then literal.
+  SetListBody(ListBody({"p/a &amp; b + 100%25 &#xe9;&quot;"}, /*url_encoding=*/false));
+  all = store_->List("");
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_EQ((*all)[0].key, "a & b + 100%25 \xc3\xa9\"");
 }
 
 }  // namespace
