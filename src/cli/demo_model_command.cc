@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "models/hyperclovax/demo_model.h"
+#include "models/omni_vision/demo_vision_encoder.h"
 #include "text/demo_tokenizer.h"
 #include "text/tokenizer.h"
 
@@ -59,22 +60,42 @@ Status WriteLlm(const DemoModelFlags& flags) {
   return models::WriteDemoLlm(spec, flags.out);
 }
 
+// The vision encoder of a preset: its projector writes the preset LLM's width.
+Status WriteVisionEncoder(const DemoModelFlags& flags) {
+  int64_t llm_hidden = 0;
+  for (const PresetSize& p : kPresetSizes) {
+    if (flags.preset == p.name) llm_hidden = p.hidden;
+  }
+  if (llm_hidden == 0) {
+    return InvalidArgument("unknown preset '" + flags.preset + "' for the vision encoder (demo, small, bench)")
+        .WithParam("preset");
+  }
+  models::DemoVisionEncoderSpec spec = flags.preset == "bench" ? models::BenchVisionEncoderSpec(llm_hidden)
+                                                                : models::DemoVisionEncoderSpec{};
+  spec.llm_hidden_size = llm_hidden;
+  if (flags.seed != 0) spec.seed = flags.seed;
+  return models::WriteDemoVisionEncoder(spec, flags.out);
+}
+
 }  // namespace
 
 CLI::App* AddDemoModelCommand(CLI::App& app, DemoModelFlags* flags) {
   CLI::App* cmd = app.add_subcommand("make-demo-model",
                                      "write tiny random-weight component folders with the real schema");
   cmd->add_option("--component", flags->component, "component to write")
-      ->check(CLI::IsMember({"llm"}))
+      ->check(CLI::IsMember({"llm", "ve"}))
       ->capture_default_str();
   cmd->add_option("--out", flags->out, "output folder (created)")->required();
-  cmd->add_option("--preset", flags->preset, "demo | small | bench | llama-like | mup")->capture_default_str();
+  cmd->add_option("--preset", flags->preset, "demo | small | bench | llama-like | mup (llm only)")
+      ->capture_default_str();
   cmd->add_option("--seed", flags->seed, "weight seed (0: the preset's)")->capture_default_str();
   cmd->add_flag("--no-tokenizer", flags->no_tokenizer, "write no tokenizer.json (numerics presets)");
   return cmd;
 }
 
-Status WriteDemoModel(const DemoModelFlags& flags) { return WriteLlm(flags); }
+Status WriteDemoModel(const DemoModelFlags& flags) {
+  return flags.component == "ve" ? WriteVisionEncoder(flags) : WriteLlm(flags);
+}
 
 int RunDemoModelCommand(const DemoModelFlags& flags) {
   Status s = WriteDemoModel(flags);

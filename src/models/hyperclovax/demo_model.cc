@@ -8,41 +8,11 @@
 #include <vector>
 
 #include "modelfile/safetensors.h"
+#include "models/demo_weights.h"
 #include "tensor/tensor.h"
 
 namespace omni::models {
 namespace {
-
-// SplitMix64 (Steele, Lea, Flood 2014) over a counter: element j of tensor
-// `name` is Mix(key + j), key = Mix(seed ^ Fnv1a64(name)). The top 24 bits
-// give u in [-1, 1), and the value is std * sqrt(3) * u (a uniform of that
-// standard deviation). Independent per tensor, so adding a tensor does not
-// shift the others.
-uint64_t Mix(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-uint64_t Fnv1a64(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (char c : s) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ull;
-  return h;
-}
-
-// offset + std * sqrt(3) * u, u uniform in [-1, 1), stored as bf16.
-Tensor RandomBf16(uint64_t seed, std::string_view name, const Shape& shape, double std, double offset = 0.0) {
-  Tensor t = Tensor::Empty(shape, DType::kBF16);
-  const uint64_t key = Mix(seed ^ Fnv1a64(name));
-  const double half_width = std * std::sqrt(3.0);
-  bf16_t* p = t.data<bf16_t>();
-  for (int64_t j = 0; j < t.numel(); ++j) {
-    const double u = static_cast<double>(Mix(key + static_cast<uint64_t>(j)) >> 40) * 0x1p-23 - 1.0;
-    p[j] = F32ToBF16(static_cast<float>(offset + half_width * u));
-  }
-  return t;
-}
 
 std::vector<NamedTensor> DemoTensors(const DemoLlmSpec& s) {
   std::vector<NamedTensor> out;
@@ -108,13 +78,6 @@ nlohmann::ordered_json RopeScalingJson(const RopeScaling& r) {
   return j;
 }
 
-Status WriteTextFile(const std::filesystem::path& path, std::string_view text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(text.data(), static_cast<std::streamsize>(text.size()));
-  f.close();
-  if (!f) return Internal("cannot write " + path.string());
-  return Status::Ok();
-}
 
 }  // namespace
 
@@ -189,12 +152,12 @@ Status WriteDemoLlm(const DemoLlmSpec& spec, const std::string& out_dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Internal("cannot create " + out_dir + ": " + ec.message());
-  OMNI_RETURN_IF_ERROR(WriteTextFile(dir / "config.json", DemoLlmConfigJson(spec)));
+  OMNI_RETURN_IF_ERROR(WriteDemoTextFile((dir / "config.json").string(), DemoLlmConfigJson(spec)));
   OMNI_RETURN_IF_ERROR(WriteSafetensors((dir / "model.safetensors").string(), DemoTensors(spec),
                                         {{"format", "pt"}}));
-  if (spec.tokenizer_json) OMNI_RETURN_IF_ERROR(WriteTextFile(dir / "tokenizer.json", *spec.tokenizer_json));
+  if (spec.tokenizer_json) OMNI_RETURN_IF_ERROR(WriteDemoTextFile((dir / "tokenizer.json").string(), *spec.tokenizer_json));
   if (spec.tokenizer_config_json) {
-    OMNI_RETURN_IF_ERROR(WriteTextFile(dir / "tokenizer_config.json", *spec.tokenizer_config_json));
+    OMNI_RETURN_IF_ERROR(WriteDemoTextFile((dir / "tokenizer_config.json").string(), *spec.tokenizer_config_json));
   }
   return Status::Ok();
 }

@@ -35,6 +35,7 @@
 #include "core/status.h"
 #include "modelfile/checkpoint.h"
 #include "modelfile/hf_config.h"
+#include "models/activation_callback.h"
 #include "models/kv_cache_view.h"
 #include "models/layers/norm.h"
 #include "ops/linear.h"
@@ -60,10 +61,9 @@ struct BatchSequence {
   std::span<const int32_t> block_table;
 };
 
-// Called with the name and value of each named activation (see
-// docs/MODELS.md: "embed", "layers.{i}.attn_out", "layers.{i}.mlp_out",
-// "layers.{i}.out", "final_norm", "logits"). Debugging and tests only.
-using ActivationCallback = std::function<void(std::string_view name, const Tensor& value)>;
+// The named activations (ActivationCallback, activation_callback.h): "embed",
+// "layers.{i}.attn_out", "layers.{i}.mlp_out", "layers.{i}.out",
+// "final_norm", "logits" (docs/MODELS.md). Debugging and tests only.
 
 struct ForwardBatch {
   std::span<const int32_t> token_ids;  // [total_tokens]; ids under injected rows are ignored

@@ -1,0 +1,57 @@
+#include "models/omni_vision/omni_vision_encoder.h"
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include <fmt/core.h>
+
+namespace omni::models {
+namespace {
+
+StatusOr<std::string> ReadText(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound(fmt::format("cannot read {}", path.string()));
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+OmniVisionEncoder::~OmniVisionEncoder() = default;
+
+StatusOr<std::unique_ptr<OmniVisionEncoder>> OmniVisionEncoder::Load(const std::string& dir) {
+  const std::filesystem::path root(dir);
+  std::unique_ptr<OmniVisionEncoder> e(new OmniVisionEncoder());
+  OMNI_ASSIGN_OR_RETURN(std::string config, ReadText(root / "config.json"));
+  const std::string config_name = (root / "config.json").string();
+  OMNI_ASSIGN_OR_RETURN(Qwen25VitConfig vit_config, ParseQwen25VitConfig(config, config_name));
+  OMNI_ASSIGN_OR_RETURN(TaTokConfig tatok_config, ParseTaTokConfig(config, config_name));
+  if (std::filesystem::exists(root / "preprocessor_config.json")) {
+    OMNI_ASSIGN_OR_RETURN(std::string pre, ReadText(root / "preprocessor_config.json"));
+    OMNI_ASSIGN_OR_RETURN(e->processor_,
+                          ParseQwen2VlImageProcessorConfig(pre, (root / "preprocessor_config.json").string()));
+  }
+  if (e->processor_.patch_size != vit_config.patch_size || e->processor_.merge_size != vit_config.spatial_merge_size ||
+      e->processor_.temporal_patch_size != vit_config.temporal_patch_size) {
+    return InvalidArgument(fmt::format("{}: the processor's patch, merge and temporal sizes must be the ViT's", dir));
+  }
+  e->tatok_processor_.size = tatok_config.image_size;
+  OMNI_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(dir));
+  OMNI_ASSIGN_OR_RETURN(e->vit_, Qwen25Vit::Load(ckpt, vit_config));
+  OMNI_ASSIGN_OR_RETURN(e->tatok_, TaTok::Load(ckpt, tatok_config));
+  return e;
+}
+
+StatusOr<VisionEncoding> OmniVisionEncoder::Encode(const media::Image& image,
+                                                   const ActivationCallback* on_activation) const {
+  OMNI_ASSIGN_OR_RETURN(VisionPatches patches, PreprocessImage(image, processor_));
+  VisionEncoding out;
+  out.grid = {.t = patches.grid_t, .h = patches.grid_h, .w = patches.grid_w};
+  out.resized_height = patches.resized_height;
+  out.resized_width = patches.resized_width;
+  OMNI_ASSIGN_OR_RETURN(out.rows, vit_->Forward(patches.pixel_values, {&out.grid, 1}, on_activation));
+  OMNI_ASSIGN_OR_RETURN(out.ids, tatok_->Encode(PreprocessTaTokImage(image, tatok_processor_), on_activation));
+  return out;
+}
+
+}  // namespace omni::models

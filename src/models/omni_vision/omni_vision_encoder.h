@@ -1,0 +1,61 @@
+// The Omni model's vision encoder (its `ve` component): both branches behind
+// one call, from one folder.
+//
+//   auto encoder = OmniVisionEncoder::Load("/models/ve");
+//   OMNI_ASSIGN_OR_RETURN(VisionEncoding e, (*encoder)->Encode(image));
+//   // e.rows [N, llm_width] f32: the continuous rows (<|IMAGE_PAD|>)
+//   // e.ids  [729]: TA-Tok ids (<|DISCRETE_IMAGE_PAD|>)
+//
+// The folder: config.json (Qwen2.5-VL "vision_config" keys, and
+// "discrete_vision_config" for TA-Tok, whose defaults are the released
+// sizes), preprocessor_config.json (Qwen2-VL processor keys, optional), and
+// the weights under their Hugging Face names (model.vision_model.*,
+// model.mm_projector.*, model.discrete_vision_model.*) in model.safetensors
+// or a sharded index: the whole Omni checkpoint folder loads as it is.
+// Thread-safety: immutable after Load; Encode is const and thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "media/image.h"
+#include "models/activation_callback.h"
+#include "models/qwen25_vit/image_processor.h"
+#include "models/qwen25_vit/qwen25_vit.h"
+#include "models/siglip_tatok/image_processor.h"
+#include "models/siglip_tatok/tatok.h"
+#include "tensor/tensor.h"
+
+namespace omni::models {
+
+struct VisionEncoding {
+  Tensor rows;               // [grid_h * grid_w / merge^2, llm_width] f32
+  std::vector<int32_t> ids;  // TA-Tok ids, row-major
+  PatchGrid grid;            // in patches
+  int64_t resized_height = 0, resized_width = 0;
+};
+
+class OmniVisionEncoder {
+ public:
+  static StatusOr<std::unique_ptr<OmniVisionEncoder>> Load(const std::string& dir);
+  ~OmniVisionEncoder();
+
+  StatusOr<VisionEncoding> Encode(const media::Image& image, const ActivationCallback* on_activation = nullptr) const;
+
+  int64_t output_width() const { return vit_->output_width(); }
+  int64_t num_ids() const { return tatok_->num_tokens(); }
+  const Qwen2VlImageProcessorConfig& processor_config() const { return processor_; }
+
+ private:
+  OmniVisionEncoder() = default;
+
+  Qwen2VlImageProcessorConfig processor_;
+  TaTokImageProcessorConfig tatok_processor_;
+  std::unique_ptr<Qwen25Vit> vit_;
+  std::unique_ptr<TaTok> tatok_;
+};
+
+}  // namespace omni::models
