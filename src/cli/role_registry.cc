@@ -10,6 +10,7 @@
 #include "cli/demo_model_command.h"
 #include "cli/gateway_command.h"
 #include "cli/generate_command.h"
+#include "cli/encoder_command.h"
 #include "cli/llm_command.h"
 #include "cli/orchestrator_command.h"
 #include "cli/roles.h"
@@ -127,6 +128,8 @@ std::vector<RoleCommand> MakeRoleCommands(std::string self_path) {
       {"up", [&](const RoleInfo& info) { return UpRole(info, self_path); }},
       {"gateway", [](const RoleInfo&) { return FlagsRole<GatewayFlags>("gateway", AddGatewayCommand, RunGatewayCommand); }},
       {"llm", [](const RoleInfo&) { return FlagsRole<LlmFlags>("llm", AddLlmCommand, RunLlmCommand); }},
+      {"encoder",
+       [](const RoleInfo&) { return FlagsRole<EncoderFlags>("encoder", AddEncoderCommand, RunEncoderCommand); }},
       {"orchestrator",
        [](const RoleInfo&) {
          return FlagsRole<OrchestratorFlags>("orchestrator", AddOrchestratorCommand, RunOrchestratorCommand);

@@ -1,5 +1,6 @@
 #include "storage/open_store.h"
 
+#include "storage/fs_io.h"
 #include "storage/fs_store.h"
 #include "storage/s3/s3_store.h"
 
@@ -22,6 +23,19 @@ StatusOr<std::unique_ptr<ObjectStore>> OpenObjectStore(std::string_view uri, con
   return InvalidArgument("unsupported store URI '" + shown +
                          "': expected file:///abs/dir or s3://bucket[/prefix]?endpoint=http://host:port")
       .WithParam("store");
+}
+
+StatusOr<std::string> ObjectUriInStore(std::string_view store_uri, std::string_view key) {
+  if (store_uri.starts_with("s3://")) {
+    OMNI_ASSIGN_OR_RETURN(S3Location loc, ParseS3Uri(store_uri));
+    return "s3://" + loc.bucket + "/" + (loc.prefix.empty() ? "" : loc.prefix + "/") + std::string(key);
+  }
+  if (store_uri.starts_with("file://")) {
+    OMNI_ASSIGN_OR_RETURN(std::string dir, FileUrlToPath(store_uri));
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    return PathToFileUrl(dir + "/" + std::string(key));
+  }
+  return InvalidArgument("unsupported store URI scheme: " + std::string(store_uri.substr(0, 16)));
 }
 
 }  // namespace omni

@@ -16,4 +16,10 @@ namespace omni {
 // (S3CredentialsFromEnv in storage/s3/s3_store.h).
 StatusOr<std::unique_ptr<ObjectStore>> OpenObjectStore(std::string_view uri, const S3Credentials& credentials);
 
+// Where object `key` of the store at `store_uri` lives, in the form the
+// LLM server's media parts read: s3://BUCKET/PREFIX/KEY (the full key, no
+// endpoint) or file:///DIR/KEY (percent-encoded). InvalidArgument for
+// another scheme.
+StatusOr<std::string> ObjectUriInStore(std::string_view store_uri, std::string_view key);
+
 }  // namespace omni

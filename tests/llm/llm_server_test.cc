@@ -366,6 +366,26 @@ TEST(LlmServer, EmbeddingInjectionKeysTheCacheByObject) {
   EXPECT_GE(cached_b, first_row / 16 * 16 - 16);
 }
 
+TEST(LlmServer, MimeLineSaysWhatTheEncoderSaw) {
+  TestServer& s = Shared();
+  EmbeddingObject obj;
+  obj.rows = Tensor::FromFloats(std::vector<float>(2 * kHidden, 0.1f), {2, kHidden});
+  obj.ids = Tensor::FromFloats(std::vector<float>{5, 6}, {2}).To(DType::kI32);
+  obj.metadata = {{"filename", "cat.png"}, {"mime", "image/png"}};
+  const std::string bytes = SerializeEmbeddingObject(obj).value();
+  const std::string path = DemoModelDir() + "/store/emb/m/" + Sha256Hex(bytes) + ".safetensors";
+  std::ofstream(path, std::ios::binary) << bytes;
+  Json tok = s.PostJson("/tokenize", ImageChat("file://" + path, "x"));
+  Json detok = s.PostJson("/detokenize", {{"model", "demo-llm"}, {"tokens", tok["tokens"]}});
+  const std::string text = detok["prompt"];
+  EXPECT_NE(text.find(R"("type": "image/png", "filename": "cat.png")"), std::string::npos) << text;
+  // Without metadata, the template's defaults.
+  Json plain = s.PostJson("/detokenize", {{"model", "demo-llm"},
+                                          {"tokens", s.PostJson("/tokenize", ImageChat(WriteEmbedding(2, 9, true), "x"))["tokens"]}});
+  EXPECT_NE(plain["prompt"].get<std::string>().find(R"("type": "image/jpeg", "filename": "image.jpg")"),
+            std::string::npos);
+}
+
 TEST(LlmServer, BadInputGetsOpenAiErrorsAndServerKeepsServing) {
   TestServer& s = Shared();
   auto expect_error = [&](const std::string& path, const std::string& body, int status, const std::string& param) {
@@ -402,6 +422,26 @@ TEST(LlmServer, BadInputGetsOpenAiErrorsAndServerKeepsServing) {
   expect_error("/v1/chat/completions", ImageChat("file://" + corrupt, "x").dump(), 400, "messages[1].content[0]");
   expect_error("/v1/chat/completions", ImageChat("data:image/png;base64,AAAA", "x").dump(), 400,
                "messages[1].content[0].image_url.url");
+  // An object without the tensor a placeholder needs: a precise 400, not
+  // an image silently expanded to nothing.
+  expect_error("/v1/chat/completions", ImageChat(WriteEmbedding(8, 3, /*with_ids=*/false), "x").dump(), 400,
+               "messages");
+  {
+    HttpClientResponse r = s.Post("/v1/chat/completions", ImageChat(WriteEmbedding(8, 3, false), "x").dump());
+    EXPECT_NE(r.body.find("has no 'ids' tensor"), std::string::npos) << r.body;
+  }
+  // An object whose metadata names another medium than its key.
+  {
+    EmbeddingObject obj;
+    obj.rows = Tensor::FromFloats(std::vector<float>(2 * kHidden, 0.1f), {2, kHidden});
+    obj.ids = Tensor::FromFloats(std::vector<float>{1, 2}, {2}).To(DType::kI32);
+    obj.metadata = {{"sha256", std::string(64, 'b')}};
+    const std::string path = DemoModelDir() + "/store/emb/m/" + std::string(64, 'c') + ".safetensors";
+    std::ofstream(path, std::ios::binary) << SerializeEmbeddingObject(obj).value();
+    HttpClientResponse r = s.Post("/v1/chat/completions", ImageChat("file://" + path, "x").dump());
+    EXPECT_EQ(r.status, 400) << r.body;
+    EXPECT_NE(r.body.find("not the one its name says"), std::string::npos) << r.body;
+  }
   // Outside the store reads as missing: no existence oracle.
   expect_error("/v1/chat/completions", ImageChat("file:///etc/passwd", "x").dump(), 404, "messages[1].content[0]");
   // Still serving.

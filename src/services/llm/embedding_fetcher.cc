@@ -39,6 +39,27 @@ std::string FileStoreRoot(const std::string& store_uri) {
   return root;
 }
 
+// A content-addressed object (.../<sha256>.safetensors) names the medium it
+// was encoded from; an encoder records that medium's sha256 in the object's
+// metadata. They must agree, or the object under the key is not that
+// medium's (copied, replaced or tampered with) and would answer about
+// another image.
+Status CheckKeyMatchesMedium(std::string_view url, const EmbeddingObject& object, const std::string& shown) {
+  std::string_view path = url.substr(0, url.find('?'));
+  std::string_view name = path.substr(path.rfind('/') + 1);
+  constexpr std::string_view kSuffix = ".safetensors";
+  if (!name.ends_with(kSuffix) || name.size() != 64 + kSuffix.size()) return Status::Ok();
+  std::string_view hex = name.substr(0, 64);
+  if (hex.find_first_not_of("0123456789abcdef") != std::string_view::npos) return Status::Ok();
+  for (const auto& [k, v] : object.metadata) {
+    if (k == "sha256" && v != hex) {
+      return InvalidArgument("embedding object " + shown + " was encoded from the medium " + v.substr(0, 64) +
+                             ", not the one its name says (" + std::string(hex) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 bool Sha256FromHex(std::string_view hex, Sha256Digest* out) {
@@ -141,6 +162,7 @@ StatusOr<std::shared_ptr<const FetchedEmbedding>> EmbeddingFetcher::Fetch(std::s
   if (!fetched->object.rows.defined() && !fetched->object.ids.defined()) {
     return InvalidArgument("embedding object " + shown + " holds neither 'rows' nor 'ids'");
   }
+  OMNI_RETURN_IF_ERROR(CheckKeyMatchesMedium(url, fetched->object, shown));
   Insert(key, fetched);
   return std::shared_ptr<const FetchedEmbedding>(std::move(fetched));
 }

@@ -187,8 +187,23 @@ StatusOr<PreparedGeneration> LlmService::PrepareChat(const ChatRequest& request)
     }
     embeddings.push_back({part.message_index, part.part_index, std::move(e).value()});
   }
+  // The mime line of each medium says what the encoder saw (the sniffed type
+  // and the name it came under), where the object records them.
+  std::vector<ChatMessage> described;
+  if (!embeddings.empty()) {
+    described = request.messages;
+    for (const PlacedEmbedding& e : embeddings) {
+      if (e.message_index < 0 || e.message_index >= static_cast<int>(described.size())) continue;
+      auto& parts = described[e.message_index].parts;
+      if (e.part_index < 0 || e.part_index >= static_cast<int>(parts.size())) continue;
+      for (const auto& [name, value] : e.embedding->object.metadata) {
+        if (name == "mime") parts[e.part_index].mime_type = value;
+        if (name == "filename") parts[e.part_index].filename = value;
+      }
+    }
+  }
   StatusOr<RenderedPrompt> rendered = RenderChatPrompt(
-      request.messages, request.tools,
+      embeddings.empty() ? request.messages : described, request.tools,
       ChatTemplateOptions{.add_generation_prompt = true, .skip_reasoning = request.skip_reasoning});
   if (!rendered.ok()) return rendered.status().WithParam("messages");
   PreparedGeneration out;

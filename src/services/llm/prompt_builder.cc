@@ -36,9 +36,23 @@ const FetchedEmbedding* FindEmbedding(const std::vector<PlacedEmbedding>& all, c
   return nullptr;
 }
 
+std::string_view MediumName(PlaceholderKind kind) {
+  return kind == PlaceholderKind::kDiscreteImage || kind == PlaceholderKind::kImage ? "image"
+         : kind == PlaceholderKind::kVideo                                           ? "video"
+                                                                                     : "audio";
+}
+
+// An object that lacks what its placeholder needs would otherwise expand to
+// nothing and the model would answer about a medium it never saw.
+Status MissingTensor(const MediaPlaceholder& ph, std::string_view tensor, std::string_view what) {
+  return MessagesError("the embedding object of message " + std::to_string(ph.message_index) + ", part " +
+                       std::to_string(ph.part_index) + " has no '" + std::string(tensor) + "' tensor (" +
+                       std::string(what) + " of the " + std::string(MediumName(ph.kind)) +
+                       "); encode the medium again with an encoder that writes both");
+}
+
 Status AppendDiscrete(const Tokenizer& tokenizer, const Tensor& ids, PlaceholderKind kind,
                       std::vector<int32_t>* out) {
-  if (!ids.defined()) return Status::Ok();
   Tensor c = ids.Contiguous();
   const int32_t* p = c.data<int32_t>();
   for (int64_t i = 0; i < c.numel(); ++i) {
@@ -66,11 +80,12 @@ StatusOr<EnginePrompt> BuildEnginePrompt(const Tokenizer& tokenizer, const Rende
     const FetchedEmbedding* emb = FindEmbedding(embeddings, ph);
     if (emb == nullptr) return MessagesError("a media placeholder has no embedding object");
     if (IsDiscrete(ph.kind)) {
+      if (!emb->object.ids.defined() || emb->object.ids.numel() == 0) return MissingTensor(ph, "ids", "the discrete tokens");
       OMNI_RETURN_IF_ERROR(AppendDiscrete(tokenizer, emb->object.ids, ph.kind, &out.token_ids));
       continue;
     }
     const Tensor& rows = emb->object.rows;
-    if (!rows.defined() || rows.dim(0) == 0) continue;
+    if (!rows.defined() || rows.dim(0) == 0) return MissingTensor(ph, "rows", "the continuous embedding");
     if (rows.dim(1) != hidden_size) {
       return MessagesError("embedding rows are " + std::to_string(rows.dim(1)) + " wide; this model's hidden size is " +
                            std::to_string(hidden_size));

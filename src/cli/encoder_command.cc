@@ -1,0 +1,138 @@
+#include "cli/encoder_command.h"
+
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <memory>
+
+#include "cli/process_info.h"
+#include "core/log.h"
+#include "media/media_fetch.h"
+#include "models/omni_vision/omni_vision_encoder.h"
+#include "net/http_client.h"
+#include "net/http_server.h"
+#include "ops/threading.h"
+#include "services/encoder/encoder_http.h"
+#include "services/encoder/encoder_service.h"
+#include "storage/fetch_policy.h"
+#include "storage/open_store.h"
+#include "storage/s3/s3_store.h"
+
+namespace omni::cli {
+
+CLI::App* AddEncoderCommand(CLI::App& app, EncoderFlags* f) {
+  CLI::App* sub = app.add_subcommand("encoder", "vision or audio encoder server (POST /v1/encode)");
+  sub->add_option("--modality", f->modality, "vision (audio is not in this build yet)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"vision", "audio"}));
+  sub->add_option("--model", f->model, "encoder folder (config.json, preprocessor_config.json, *.safetensors)")
+      ->required();
+  sub->add_option("--store", f->store, "object store the embeddings are written to (file:///dir or s3://bucket...)")
+      ->required();
+  sub->add_option("--host", f->host, "listen address")->capture_default_str();
+  sub->add_option("--port", f->port, "listen port (0: the OS picks)")->capture_default_str()->check(CLI::Range(0, 65535));
+  sub->add_option("--served-model-name", f->served_model_name,
+                  "model name in the API and in the object keys (default: the folder's name)");
+  sub->add_option("--workers", f->workers, "requests encoded at once (each uses every compute thread)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  sub->add_option("--max-queue", f->max_queue, "requests waiting beyond those; more get 429 with Retry-After")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
+  sub->add_option("--threads", f->threads, "compute threads (0: OMP_NUM_THREADS if set, else every core)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
+  sub->add_option("--max-media-bytes", f->max_media_bytes, "largest medium fetched or sent inline; larger get 413")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 34));
+  sub->add_option("--max-pixels", f->max_pixels, "largest image, checked from its header before decoding; 413 above")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  sub->add_option("--media-root", f->media_root, "file:// media URLs are read only beneath this directory (default: none)");
+  sub->add_flag("--fetch-allow-loopback", f->fetch_allow_loopback,
+                "let http:// media URLs reach loopback addresses (127/8, ::1); refused by default");
+  sub->add_flag("--fetch-allow-private", f->fetch_allow_private,
+                "let http:// media URLs reach private addresses (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7)");
+  sub->add_option("--fetch-allow", f->fetch_allow, "let http:// media URLs reach this CIDR (repeatable)");
+  sub->add_option("--fetch-timeout-ms", f->fetch_timeout_ms, "time limit of one media fetch, redirects included")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3'600'000));
+  sub->add_option("--url-ttl", f->url_ttl_s, "lifetime in seconds of the presigned URLs in answers")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 7 * 24 * 3600));
+  sub->add_option("--max-inflight-body-bytes", f->max_inflight_body_bytes,
+                  "request body bytes buffered at once across connections; more get 503 with Retry-After")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1} << 20, int64_t{1} << 40));
+  sub->add_option("--drain-timeout-ms", f->drain_timeout_ms, "on SIGTERM, how long held requests may finish")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 3'600'000));
+  return sub;
+}
+
+int RunEncoderCommand(const EncoderFlags& f) {
+  if (f.modality != "vision") {
+    OMNI_LOG(kError, "encoder: --modality {} is not in this build yet (the audio encoder issue)", f.modality);
+    return 2;
+  }
+  if (f.threads > 0) ops::SetNumThreads(f.threads);
+  auto opened = OpenObjectStore(f.store, S3CredentialsFromEnv());
+  if (!opened.ok()) {
+    OMNI_LOG(kError, "encoder: --store: {}", opened.status().ToString());
+    return 2;
+  }
+  std::unique_ptr<ObjectStore> store = std::move(opened).value();
+  FetchPolicy policy{.allow_loopback = f.fetch_allow_loopback, .allow_private = f.fetch_allow_private};
+  for (const std::string& cidr : f.fetch_allow) {
+    auto parsed = IpCidr::Parse(cidr);
+    if (!parsed.ok()) {
+      OMNI_LOG(kError, "encoder: --fetch-allow: {}", parsed.status().message());
+      return 2;
+    }
+    policy.allow.push_back(*parsed);
+  }
+  LogProcessInfo();
+  auto model = models::OmniVisionEncoder::Load(f.model);
+  if (!model.ok()) {
+    OMNI_LOG(kError, "encoder: {}", model.status().ToString());
+    return 2;
+  }
+  const std::string served = !f.served_model_name.empty()
+                                 ? f.served_model_name
+                                 : std::filesystem::path(f.model).lexically_normal().filename().string();
+  HttpClient http_client;
+  media::MediaFetcher fetcher({.max_bytes = static_cast<size_t>(f.max_media_bytes),
+                               .timeout = std::chrono::milliseconds(f.fetch_timeout_ms),
+                               .policy = std::move(policy),
+                               .file_root = f.media_root},
+                              &http_client);
+  MetricsRegistry registry;
+  AddProcessInfoMetrics(registry);
+  const models::OmniVisionEncoder& encoder = **model;
+  encoder::EncoderService service(
+      {.model_id = served, .store = store.get(), .store_uri = f.store, .fetcher = &fetcher,
+       .decode = {.max_pixels = f.max_pixels}, .url_ttl = std::chrono::seconds(f.url_ttl_s), .metrics = &registry},
+      [&encoder](const media::Image& image) { return encoder.Encode(image); });
+  encoder::EncoderHttpAdapter adapter(service, registry, {.workers = f.workers, .max_queue = f.max_queue});
+  HttpServerOptions http;
+  http.host = f.host;
+  http.port = static_cast<uint16_t>(f.port);
+  http.metrics = &registry;
+  http.max_body_bytes = static_cast<size_t>(f.max_media_bytes) * 4 / 3 + (1 << 16);  // base64 inline media
+  http.max_inflight_body_bytes = static_cast<size_t>(f.max_inflight_body_bytes);
+  http.drain_timeout = std::chrono::milliseconds(f.drain_timeout_ms);
+  HttpServer server(http);
+  adapter.RegisterRoutes(server);
+  if (Status s = server.Start(); !s.ok()) {
+    OMNI_LOG(kError, "encoder: cannot serve {}:{}: {}", f.host, f.port, s.ToString());
+    return 1;
+  }
+  OMNI_LOG(kInfo, "encoder: listening on http://{}:{}; vision model {} (rows {} wide, {} ids per image), store {}",
+           f.host, server.port(), served, encoder.output_width(), encoder.num_ids(), f.store);
+  server.RunUntilSignal();
+  adapter.WaitIdle();
+  OMNI_LOG(kInfo, "encoder: stopped");
+  return 0;
+}
+
+}  // namespace omni::cli

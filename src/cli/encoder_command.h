@@ -1,0 +1,41 @@
+// `omniserve encoder --modality vision --model DIR --store URI --port P`:
+// the vision encoder server (docs/ENCODER.md). Loads the model, then
+// listens; SIGTERM drains the requests it holds.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace omni::cli {
+
+struct EncoderFlags {
+  std::string modality = "vision";
+  std::string model;
+  std::string store;
+  std::string host = "127.0.0.1";
+  int port = 8100;
+  std::string served_model_name;
+  int workers = 1;
+  int max_queue = 16;
+  int threads = 0;  // compute threads; 0: OMP_NUM_THREADS, else every core
+  int64_t max_media_bytes = 64ll << 20;
+  int64_t max_pixels = 64'000'000;
+  std::string media_root;  // file:// media are read only beneath it; empty: none
+  bool fetch_allow_loopback = false;
+  bool fetch_allow_private = false;
+  std::vector<std::string> fetch_allow;
+  int fetch_timeout_ms = 30'000;
+  int url_ttl_s = 3600;
+  int64_t max_inflight_body_bytes = 256ll << 20;
+  int drain_timeout_ms = 30'000;
+};
+
+CLI::App* AddEncoderCommand(CLI::App& app, EncoderFlags* flags);
+int RunEncoderCommand(const EncoderFlags& flags);
+
+}  // namespace omni::cli

@@ -1,0 +1,238 @@
+#include "services/encoder/encoder_service.h"
+
+#include <chrono>
+#include <cstring>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "core/base64.h"
+#include "modelfile/tensor_object.h"
+#include "storage/open_store.h"
+
+namespace omni::encoder {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+double MsSince(SteadyClock::time_point start) {
+  return std::chrono::duration<double, std::milli>(SteadyClock::now() - start).count();
+}
+
+std::string MetaValue(const ObjectMetadata& meta, std::string_view name) {
+  for (const auto& [k, v] : meta) {
+    if (k == name) return v;
+  }
+  return {};
+}
+
+bool ParseInt(const std::string& s, int64_t* out) {
+  if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos) return false;
+  *out = std::stoll(s);
+  return true;
+}
+
+// The name the medium came under, for the prompt's mime line: the URL's
+// last path segment in [A-Za-z0-9._-] (others become '_', at most 96 bytes),
+// or "image.<ext>" for inline media and URLs without one.
+std::string MediumFilename(std::string_view url, media::MediaKind kind) {
+  const std::string fallback = "image." + std::string(media::MediaKindInfo(kind).extension);
+  if (url.starts_with("data:")) return fallback;
+  std::string_view path = url.substr(0, url.find_first_of("?#"));
+  std::string_view last = path.substr(path.rfind('/') + 1);
+  if (last.empty() || last.find('.') == std::string_view::npos) return fallback;
+  std::string name;
+  for (char c : last.substr(0, 96)) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                    c == '-' || c == '_';
+    name += ok ? c : '_';
+  }
+  return name;
+}
+
+StatusOr<nlohmann::json> ParseObject(std::string_view body) {
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded()) return InvalidArgument("the request body is not valid JSON");
+  if (!j.is_object()) return InvalidArgument("the request body must be a JSON object");
+  return j;
+}
+
+Status FieldError(std::string_view field, std::string_view want) {
+  return InvalidArgument(fmt::format("'{}' must be {}", field, want)).WithParam(std::string(field));
+}
+
+}  // namespace
+
+StatusOr<EncodeRequest> ParseEncodeRequest(std::string_view body) {
+  OMNI_ASSIGN_OR_RETURN(nlohmann::json j, ParseObject(body));
+  EncodeRequest r;
+  if (j.contains("model")) {
+    if (!j["model"].is_string()) return FieldError("model", "a string");
+    r.model = j["model"].get<std::string>();
+  }
+  if (!j.contains("media")) return InvalidArgument("'media' is required").WithParam("media");
+  const nlohmann::json& media = j["media"];
+  if (!media.is_object()) return FieldError("media", "an object with a url");
+  if (!media.contains("url") || !media["url"].is_string() || media["url"].get<std::string>().empty()) {
+    return FieldError("media.url", "a non-empty string (data:, http(s)://, s3:// or file:// URL)");
+  }
+  r.url = media["url"].get<std::string>();
+  return r;
+}
+
+StatusOr<EncodeRequest> ParseOmniServeEncodeRequest(std::string_view body) {
+  OMNI_ASSIGN_OR_RETURN(nlohmann::json j, ParseObject(body));
+  EncodeRequest r;
+  const bool has_url = j.contains("media_url") && !j["media_url"].is_null();
+  const bool has_b64 = j.contains("media_base64") && !j["media_base64"].is_null();
+  if (has_url == has_b64) {
+    return InvalidArgument("exactly one of 'media_url' and 'media_base64' is required").WithParam("media_url");
+  }
+  if (has_url) {
+    if (!j["media_url"].is_string() || j["media_url"].get<std::string>().empty()) {
+      return FieldError("media_url", "a non-empty string");
+    }
+    r.url = j["media_url"].get<std::string>();
+  } else {
+    if (!j["media_base64"].is_string()) return FieldError("media_base64", "a base64 string");
+    // As a data: URL, so the fetcher's size limit applies before decoding.
+    r.url = "data:application/octet-stream;base64," + j["media_base64"].get<std::string>();
+  }
+  return r;
+}
+
+std::string EncodeResultJson(const EncodeResult& r, std::string_view model) {
+  nlohmann::ordered_json j;
+  j["object"] = "encoding";
+  j["model"] = model;
+  j["cached"] = r.cached;
+  j["key"] = r.key;
+  j["uri"] = r.uri;
+  j["url"] = r.url;
+  j["sha256"] = r.sha256;
+  j["rows"] = r.rows;
+  j["width"] = r.width;
+  j["ids"] = r.ids;
+  j["media"] = {{"type", "image"}, {"mime", r.mime}, {"width", r.image_width}, {"height", r.image_height}};
+  j["resized"] = {{"width", r.resized_width}, {"height", r.resized_height}};
+  j["grid"] = {{"t", r.grid.t}, {"h", r.grid.h}, {"w", r.grid.w}};
+  j["timings_ms"] = {{"fetch", r.times.fetch_ms}, {"decode", r.times.decode_ms}, {"encode", r.times.encode_ms},
+                     {"store", r.times.store_ms}};
+  return j.dump();
+}
+
+EncoderService::EncoderService(EncoderServiceOptions options, ImageEncodeFn encode)
+    : options_(std::move(options)),
+      encode_(std::move(encode)),
+      cache_hits_(&options_.metrics->AddCounter("omni_encoder_cache_hits_total",
+                                                "Requests answered from an object already in the store.")
+                       .Get()),
+      encoded_(&options_.metrics->AddCounter("omni_encoder_encoded_total", "Media encoded and written.").Get()),
+      stage_seconds_(&options_.metrics->AddHistogram(
+          "omni_encoder_stage_seconds", "Time per stage of a request: fetch, decode, encode, store.", {"stage"},
+          {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30})) {
+  OMNI_CHECK(options_.store != nullptr && options_.fetcher != nullptr && encode_) << "encoder service dependencies";
+}
+
+Status EncoderService::Describe(EncodeResult* r) const {
+  OMNI_ASSIGN_OR_RETURN(r->uri, ObjectUriInStore(options_.store_uri, r->key));
+  OMNI_ASSIGN_OR_RETURN(r->url, options_.store->Presign(r->key, PresignMethod::kGet, options_.url_ttl));
+  return Status::Ok();
+}
+
+StatusOr<EncodeResult> EncoderService::FromStoredObject(const std::string& key, const ObjectInfo& info) const {
+  EncodeResult r;
+  r.cached = true;
+  r.key = key;
+  const ObjectMetadata& m = info.metadata;
+  const bool complete = ParseInt(MetaValue(m, "rows"), &r.rows) && ParseInt(MetaValue(m, "width"), &r.width) &&
+                        ParseInt(MetaValue(m, "ids"), &r.ids) &&
+                        ParseInt(MetaValue(m, "image-width"), &r.image_width) &&
+                        ParseInt(MetaValue(m, "image-height"), &r.image_height) &&
+                        ParseInt(MetaValue(m, "resized-width"), &r.resized_width) &&
+                        ParseInt(MetaValue(m, "resized-height"), &r.resized_height) &&
+                        ParseInt(MetaValue(m, "grid-t"), &r.grid.t) && ParseInt(MetaValue(m, "grid-h"), &r.grid.h) &&
+                        ParseInt(MetaValue(m, "grid-w"), &r.grid.w);
+  if (!complete) return NotFound("the stored object carries no description");
+  r.mime = MetaValue(m, "mime");
+  r.sha256 = MetaValue(m, "sha256");
+  OMNI_RETURN_IF_ERROR(Describe(&r));
+  return r;
+}
+
+StatusOr<EncodeResult> EncoderService::Encode(const EncodeRequest& request) const {
+  if (!request.model.empty() && request.model != options_.model_id) {
+    return ModelNotFound(request.model, options_.model_id);
+  }
+  auto t0 = SteadyClock::now();
+  OMNI_ASSIGN_OR_RETURN(media::FetchedMedia media, options_.fetcher->Fetch(request.url));
+  const double fetch_ms = MsSince(t0);
+  stage_seconds_->WithLabels({"fetch"}).Observe(fetch_ms / 1e3);
+  OMNI_ASSIGN_OR_RETURN(std::string key, EmbeddingKey(options_.model_id, media.sha256));
+  // Content-addressed: a described object under the key is this medium's.
+  StatusOr<ObjectInfo> head = options_.store->Head(key);
+  if (head.ok()) {
+    StatusOr<EncodeResult> cached = FromStoredObject(key, *head);
+    if (cached.ok()) {
+      cache_hits_->Inc();
+      cached->times.fetch_ms = fetch_ms;
+      return cached;
+    }
+  } else if (head.status().code() != StatusCode::kNotFound) {
+    return head.status();
+  }
+  EncodeResult r;
+  r.key = key;
+  r.sha256 = media.sha256;
+  r.times.fetch_ms = fetch_ms;
+  auto t1 = SteadyClock::now();
+  media::ImageInfo info;
+  OMNI_ASSIGN_OR_RETURN(media::Image image, media::DecodeImage(media.bytes, options_.decode, &info));
+  r.times.decode_ms = MsSince(t1);
+  stage_seconds_->WithLabels({"decode"}).Observe(r.times.decode_ms / 1e3);
+  r.mime = std::string(media::MediaKindInfo(info.kind).mime);
+  r.image_width = image.width;
+  r.image_height = image.height;
+  auto t2 = SteadyClock::now();
+  OMNI_ASSIGN_OR_RETURN(models::VisionEncoding e, encode_(image));
+  r.times.encode_ms = MsSince(t2);
+  stage_seconds_->WithLabels({"encode"}).Observe(r.times.encode_ms / 1e3);
+  r.rows = e.rows.dim(0);
+  r.width = e.rows.dim(1);
+  r.ids = static_cast<int64_t>(e.ids.size());
+  r.grid = e.grid;
+  r.resized_width = e.resized_width;
+  r.resized_height = e.resized_height;
+
+  auto t3 = SteadyClock::now();
+  EmbeddingObject object;
+  object.rows = e.rows.To(DType::kBF16);  // the LLM computes in bf16; half the bytes
+  object.ids = Tensor::Empty({r.ids}, DType::kI32);
+  if (r.ids > 0) std::memcpy(object.ids.raw_data(), e.ids.data(), e.ids.size() * sizeof(int32_t));
+  const ObjectMetadata meta = {
+      {"rows", std::to_string(r.rows)},
+      {"width", std::to_string(r.width)},
+      {"ids", std::to_string(r.ids)},
+      {"image-width", std::to_string(r.image_width)},
+      {"image-height", std::to_string(r.image_height)},
+      {"resized-width", std::to_string(r.resized_width)},
+      {"resized-height", std::to_string(r.resized_height)},
+      {"grid-t", std::to_string(r.grid.t)},
+      {"grid-h", std::to_string(r.grid.h)},
+      {"grid-w", std::to_string(r.grid.w)},
+      {"mime", r.mime},
+      {"filename", MediumFilename(request.url, info.kind)},
+      {"sha256", r.sha256},
+  };
+  for (const auto& [k, v] : meta) object.metadata.emplace_back(k, v);
+  object.metadata.emplace_back("model", options_.model_id);
+  OMNI_ASSIGN_OR_RETURN(std::string bytes, SerializeEmbeddingObject(object));
+  OMNI_RETURN_IF_ERROR(options_.store->Put(key, bytes, {.content_type = "application/octet-stream", .metadata = meta}));
+  r.times.store_ms = MsSince(t3);
+  stage_seconds_->WithLabels({"store"}).Observe(r.times.store_ms / 1e3);
+  encoded_->Inc();
+  OMNI_RETURN_IF_ERROR(Describe(&r));
+  return r;
+}
+
+}  // namespace omni::encoder

@@ -1,0 +1,97 @@
+// The vision encoder server's logic, without sockets: a medium's URL in, an
+// embedding object in the store out (DESIGN.md, "Life of a request", step 2).
+//
+//   fetch     media::MediaFetcher: data:, http(s) under the fetch policy,
+//             s3://, file:// under a root; kind sniffed, bytes hashed
+//   cache     key emb/<model>/<sha256>.safetensors; if the store holds it
+//             (HEAD, its metadata describes it) the answer is immediate,
+//             with "cached": true
+//   encode    decode (pixel limit from the header), the model's Encode
+//   store     the object ("rows" [N, D] bf16, "ids" [729] i32, metadata)
+//             written atomically, with the answer's fields as object
+//             metadata so a later HEAD can answer alone
+//
+// Errors are Status with the codes of media/ and storage/: 400 corrupt or
+// malformed, 413 too large, 415 not an image, 404 unknown model or object,
+// 403 expired URL, 503/504 the store or a fetch failed.
+// Thread-safety: Encode is const and thread-safe (the model, store and
+// fetcher are).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+#include "media/image.h"
+#include "media/media_fetch.h"
+#include "models/omni_vision/omni_vision_encoder.h"
+#include "net/metrics.h"
+#include "storage/object_store.h"
+
+namespace omni::encoder {
+
+// The model behind the service (OmniVisionEncoder::Encode; tests inject one).
+using ImageEncodeFn = std::function<StatusOr<models::VisionEncoding>(const media::Image&)>;
+
+struct EncoderServiceOptions {
+  std::string model_id;  // the served name: requests' "model", and the key's model segment
+  ObjectStore* store = nullptr;                    // required; outlives the service
+  std::string store_uri;                           // its URI (for the objects' s3:// / file:// URIs)
+  const media::MediaFetcher* fetcher = nullptr;    // required; outlives the service
+  media::ImageDecodeOptions decode;
+  std::chrono::seconds url_ttl{3600};              // presigned URLs in answers
+  MetricsRegistry* metrics = nullptr;              // required
+};
+
+struct EncodeRequest {
+  std::string model;  // empty: the served model
+  std::string url;    // data:, http(s)://, s3://, file://
+};
+
+struct EncodeStageTimes {
+  double fetch_ms = 0, decode_ms = 0, encode_ms = 0, store_ms = 0;
+};
+
+struct EncodeResult {
+  bool cached = false;
+  std::string key, uri, url, sha256;
+  std::string mime;                      // sniffed
+  int64_t rows = 0, width = 0, ids = 0;  // the object's tensors
+  int64_t image_width = 0, image_height = 0;   // after the EXIF orientation
+  int64_t resized_width = 0, resized_height = 0;
+  models::PatchGrid grid;
+  EncodeStageTimes times;
+};
+
+// Request bodies. /v1/encode: {"model": "...", "media": {"url": "..."}};
+// OmniServe's /process_image_or_video: {"media_url": "..."} or
+// {"media_base64": "<base64 bytes>"} (other fields ignored). InvalidArgument
+// names the field at fault.
+StatusOr<EncodeRequest> ParseEncodeRequest(std::string_view body);
+StatusOr<EncodeRequest> ParseOmniServeEncodeRequest(std::string_view body);
+
+// The answer's JSON (docs/ENCODER.md).
+std::string EncodeResultJson(const EncodeResult& result, std::string_view model);
+
+class EncoderService {
+ public:
+  EncoderService(EncoderServiceOptions options, ImageEncodeFn encode);
+
+  StatusOr<EncodeResult> Encode(const EncodeRequest& request) const;
+
+  const std::string& model_id() const { return options_.model_id; }
+
+ private:
+  StatusOr<EncodeResult> FromStoredObject(const std::string& key, const ObjectInfo& info) const;
+  Status Describe(EncodeResult* result) const;
+
+  EncoderServiceOptions options_;
+  ImageEncodeFn encode_;
+  Counter* cache_hits_;
+  Counter* encoded_;
+  HistogramFamily* stage_seconds_;
+};
+
+}  // namespace omni::encoder
