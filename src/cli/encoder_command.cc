@@ -104,7 +104,8 @@ int RunEncoderCommand(const EncoderFlags& f) {
   media::MediaFetcher fetcher({.max_bytes = static_cast<size_t>(f.max_media_bytes),
                                .timeout = std::chrono::milliseconds(f.fetch_timeout_ms),
                                .policy = std::move(policy),
-                               .file_root = f.media_root},
+                               .file_root = f.media_root,
+                               .read_s3 = media::S3ReaderForStore(store.get(), f.store)},
                               &http_client);
   MetricsRegistry registry;
   AddProcessInfoMetrics(registry);

@@ -73,7 +73,8 @@ int RunOrchestratorCommand(const OrchestratorFlags& f) {
                                                     .trust_idle_for = std::chrono::milliseconds(250)});
   HttpClient blocking_client(HttpClientOptions{.connect_timeout = config->timeouts.connect});
   orchestrator::HttpUpstream upstream(proxy_client, blocking_client);
-  orchestrator::OrchestratorService service(*config, upstream, store.get(), Clock::Real(), registry);
+  orchestrator::OrchestratorService service(*config, upstream, store.get(), Clock::Real(), registry,
+                                            &blocking_client);
   orchestrator::OrchestratorHttpAdapter adapter(service);
   adapter.RegisterRoutes(server);
   if (Status s = server.Start(); !s.ok()) {

@@ -23,6 +23,7 @@ namespace omni::cli {
 namespace {
 
 constexpr char kDemoModelName[] = "omni-demo";
+constexpr char kDemoVisionEncoderName[] = "omni-demo-ve";
 
 // The roles of the full stack, in start order; `up` starts the ones this
 // build has and says which it lacks.
@@ -46,6 +47,19 @@ StatusOr<std::string> EnsureDemoModel(const std::string& data_dir) {
   if (std::filesystem::exists(dir + "/config.json")) return dir;
   OMNI_LOG(kInfo, "up: writing the demo model to {}", dir);
   DemoModelFlags flags;
+  flags.out = dir;
+  OMNI_RETURN_IF_ERROR(WriteDemoModel(flags));
+  return dir;
+}
+
+// Writes the demo vision encoder once (its projector writes the demo LLM's
+// width); later starts reuse it.
+StatusOr<std::string> EnsureDemoVisionEncoder(const std::string& data_dir) {
+  std::string dir = data_dir + "/models/" + kDemoVisionEncoderName;
+  if (std::filesystem::exists(dir + "/config.json")) return dir;
+  OMNI_LOG(kInfo, "up: writing the demo vision encoder to {}", dir);
+  DemoModelFlags flags;
+  flags.component = "ve";
   flags.out = dir;
   OMNI_RETURN_IF_ERROR(WriteDemoModel(flags));
   return dir;
@@ -121,8 +135,10 @@ std::string YamlQuoted(std::string_view s) {
 
 // The gateway's config for the stack: one LLM pool over the replicas, picked
 // by llm-d's default weights (prefix 3, queue 2, KV utilization 2) after the
-// health and saturation filters (docs/GATEWAY.md).
-std::string GatewayYaml(const std::string& host, const std::vector<uint16_t>& llm_ports, const std::string& model) {
+// health and saturation filters (docs/GATEWAY.md); one vision encoder pool,
+// picked by the gateway's own count of requests in flight.
+std::string GatewayYaml(const std::string& host, const std::vector<uint16_t>& llm_ports, const std::string& model,
+                        uint16_t encoder_port, const std::string& encoder_model) {
   std::string endpoints;
   for (uint16_t p : llm_ports) endpoints += (endpoints.empty() ? "\"" : ", \"") + HostPort(host, p) + "\"";
   return "# Written by `omniserve up` at every start.\n"
@@ -132,6 +148,7 @@ std::string GatewayYaml(const std::string& host, const std::vector<uint16_t>& ll
          "- {type: prefix-cache-scorer}\n"
          "- {type: queue-scorer}\n"
          "- {type: kv-cache-utilization-scorer}\n"
+         "- {type: active-request-scorer}\n"
          "- {type: max-score-picker}\n"
          "schedulingProfiles:\n"
          "- name: default\n"
@@ -142,11 +159,22 @@ std::string GatewayYaml(const std::string& host, const std::vector<uint16_t>& ll
          "  - {pluginRef: queue-scorer, weight: 2}\n"
          "  - {pluginRef: kv-cache-utilization-scorer, weight: 2}\n"
          "  - {pluginRef: max-score-picker}\n"
+         "- name: encoder\n"
+         "  plugins:\n"
+         "  - {pluginRef: health-filter}\n"
+         "  - {pluginRef: active-request-scorer, weight: 1}\n"
+         "  - {pluginRef: max-score-picker}\n"
          "pools:\n"
          "- name: llm\n"
          "  role: llm\n"
          "  models: [" + YamlQuoted(model) + "]\n"
-         "  endpoints: [" + endpoints + "]\n";
+         "  endpoints: [" + endpoints + "]\n"
+         "  schedulingProfile: default\n"
+         "- name: vision-encoder\n"
+         "  role: vision-encoder\n"
+         "  models: [" + YamlQuoted(encoder_model) + "]\n"
+         "  endpoints: [\"" + HostPort(host, encoder_port) + "\"]\n"
+         "  schedulingProfile: encoder\n";
 }
 
 Status WriteFileAtomically(const std::string& path, const std::string& text) {
@@ -165,7 +193,7 @@ Status WriteFileAtomically(const std::string& path, const std::string& text) {
 // The orchestrator's config for the stack: the gateway, the local store,
 // and every child on its /health report.
 std::string OrchestratorYaml(const std::string& gateway_url, const std::string& store_uri,
-                             const orchestrator::OrchestratorTimeouts& t,
+                             const orchestrator::OrchestratorTimeouts& t, const orchestrator::MediaConfig& media,
                              const std::vector<std::pair<std::string, std::string>>& components) {
   std::string yaml = "# Written by `omniserve up` at every start.\n"
                      "gateway: " + gateway_url + "\n"
@@ -174,6 +202,12 @@ std::string OrchestratorYaml(const std::string& gateway_url, const std::string& 
                      ", llm_s: " + std::to_string(t.llm.count() / 1000) +
                      ", models_ms: " + std::to_string(t.models.count()) +
                      ", probe_ms: " + std::to_string(t.probe.count()) + "}\n"
+                     "media: {vision_encoder: " + YamlQuoted(media.vision_encoder) +
+                     ", max_bytes: " + std::to_string(media.max_bytes) +
+                     ", fetch_timeout_ms: " + std::to_string(media.fetch_timeout.count()) +
+                     ", encode_s: " + std::to_string(media.encode_timeout.count() / 1000) +
+                     ", fetch_allow_loopback: " + (media.fetch_allow_loopback ? "true" : "false") +
+                     ", fetch_allow_private: " + (media.fetch_allow_private ? "true" : "false") + "}\n"
                      "health:\n"
                      "  interval_ms: 1000\n"
                      "  components:\n";
@@ -196,9 +230,11 @@ struct Plan {
   std::string model_name;  // served
   int replicas = 2;
   std::string store;       // the orchestrator's and every replica's
+  std::string encoder_dir;
+  std::string encoder_name;  // served
 };
 
-// `ports`: one per replica, then the gateway's.
+// `ports`: one per replica, then the gateway's, then the vision encoder's.
 StatusOr<Stack> StackChildren(const UpOptions& options, uint16_t client_port, const std::vector<uint16_t>& ports,
                               const std::string& data_dir, const Plan& plan, HttpClient& health_client) {
   const std::vector<std::string> global = {options.self_path, "--log-level", options.log_level, "--log-format",
@@ -229,21 +265,38 @@ StatusOr<Stack> StackChildren(const UpOptions& options, uint16_t client_port, co
                              std::to_string(threads), "--store", plan.store},
                             plan.config.llm.args, port));
   }
+  const uint16_t encoder_port = ports[plan.replicas + 1];
+  {
+    std::vector<std::string> args = {"encoder", "--modality", "vision", "--model", plan.encoder_dir,
+                                     "--served-model-name", plan.encoder_name, "--store", plan.store, "--threads",
+                                     std::to_string(plan.config.vision_encoder.threads > 0
+                                                        ? plan.config.vision_encoder.threads
+                                                        : threads)};
+    // The orchestrator hands the encoder media through the store: a file://
+    // store's directory is where the encoder may read.
+    if (plan.store.starts_with("file://")) {
+      args.insert(args.end(), {"--media-root", plan.store.substr(std::string_view("file://").size())});
+    }
+    children.push_back(role("vision-encoder", std::move(args), plan.config.vision_encoder.args, encoder_port));
+  }
   const std::string run_dir = data_dir + "/run";
   std::error_code ec;
   std::filesystem::create_directories(run_dir, ec);
   if (ec) return Internal("cannot create " + run_dir + ": " + ec.message());
   const std::string gateway_config = run_dir + "/gateway.yaml";
-  OMNI_RETURN_IF_ERROR(WriteFileAtomically(gateway_config, GatewayYaml(options.host, llm_ports, plan.model_name)));
+  OMNI_RETURN_IF_ERROR(WriteFileAtomically(
+      gateway_config, GatewayYaml(options.host, llm_ports, plan.model_name, encoder_port, plan.encoder_name)));
   const uint16_t gateway_port = ports[plan.replicas];
   children.push_back(role("gateway", {"gateway", "--config", gateway_config}, plan.config.gateway_args, gateway_port));
 
   // The gateway is the orchestrator's upstream; the rest are reported only.
   components.erase(components.end() - 1);
   const std::string orchestrator_config = run_dir + "/orchestrator.yaml";
+  orchestrator::MediaConfig media = plan.config.orchestrator_media;
+  media.vision_encoder = plan.encoder_name;
   OMNI_RETURN_IF_ERROR(WriteFileAtomically(
       orchestrator_config, OrchestratorYaml(BaseUrl(options.host, gateway_port), plan.store,
-                                            plan.config.orchestrator_timeouts, components)));
+                                            plan.config.orchestrator_timeouts, media, components)));
   children.push_back(role("orchestrator", {"orchestrator", "--config", orchestrator_config},
                           plan.config.orchestrator_args, client_port));
   return stack;
@@ -271,6 +324,21 @@ StatusOr<Plan> MakePlan(const UpOptions& options, const std::string& data_dir) {
     plan.model_name = plan.config.llm.model.empty()
                           ? std::string(kDemoModelName)
                           : std::filesystem::path(plan.model_dir).filename().string();
+  }
+  if (plan.config.vision_encoder.model.empty()) {
+    OMNI_ASSIGN_OR_RETURN(plan.encoder_dir, EnsureDemoVisionEncoder(data_dir));
+  } else {
+    plan.encoder_dir = std::filesystem::absolute(plan.config.vision_encoder.model).lexically_normal().string();
+    if (!std::filesystem::exists(plan.encoder_dir + "/config.json")) {
+      return InvalidArgument("--config " + options.config + ": vision_encoder.model: no config.json in " +
+                             plan.encoder_dir);
+    }
+  }
+  plan.encoder_name = plan.config.vision_encoder.served_model_name;
+  if (plan.encoder_name.empty()) {
+    plan.encoder_name = plan.config.vision_encoder.model.empty()
+                            ? std::string(kDemoVisionEncoderName)
+                            : std::filesystem::path(plan.encoder_dir).filename().string();
   }
   plan.replicas = options.llm_replicas.value_or(plan.config.llm.replicas.value_or(2));
   plan.store = plan.config.store;
@@ -318,8 +386,9 @@ int RunUp(const UpOptions& options) {
     OMNI_LOG(kError, "up: {}", plan.status().ToString());
     return plan.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
-  // The replicas', the gateway's and (with --port 0) the client port.
-  StatusOr<std::vector<uint16_t>> ports = PickFreePorts(options.host, plan->replicas + 1 + (options.port == 0));
+  // The replicas', the gateway's, the vision encoder's and (with --port 0)
+  // the client port.
+  StatusOr<std::vector<uint16_t>> ports = PickFreePorts(options.host, plan->replicas + 2 + (options.port == 0));
   if (!ports.ok()) {
     OMNI_LOG(kError, "up: {}", ports.status().ToString());
     return 1;
@@ -337,7 +406,10 @@ int RunUp(const UpOptions& options) {
   std::string started, not_started, missing;
   for (std::string_view role : kStackRoles) {
     bool runs = false;
-    for (const ChildSpec& c : children) runs = runs || c.name == role || c.name.starts_with(std::string(role) + "-");
+    for (const ChildSpec& c : children) {
+      runs = runs || c.name == role || c.name.starts_with(std::string(role) + "-") ||
+             c.name.ends_with("-" + std::string(role));
+    }
     std::string& list = runs ? started : IsBuilt(role) ? not_started : missing;
     list += (list.empty() ? "" : ", ") + std::string(role);
   }

@@ -5,6 +5,7 @@
 #include "media/data_url.h"
 #include "storage/content_hash.h"
 #include "storage/fetch_policy.h"
+#include "storage/s3/s3_store.h"
 
 namespace omni::media {
 namespace {
@@ -20,6 +21,27 @@ bool HasScheme(std::string_view url, std::string_view scheme) {
 }
 
 }  // namespace
+
+S3Reader S3ReaderForStore(ObjectStore* store, std::string store_uri) {
+  if (store == nullptr || !store_uri.starts_with("s3://")) return {};
+  return [store, store_uri = std::move(store_uri)](std::string_view bucket, std::string_view key,
+                                                    size_t max) -> StatusOr<std::string> {
+    OMNI_ASSIGN_OR_RETURN(S3Location loc, ParseS3Uri(store_uri));
+    if (bucket != loc.bucket) {
+      return InvalidArgument(fmt::format("s3://{} is not this deployment's store bucket", bucket));
+    }
+    std::string relative(key);
+    if (!loc.prefix.empty()) {
+      if (!key.starts_with(loc.prefix + "/")) return InvalidArgument("the object is outside the store's prefix");
+      relative = std::string(key.substr(loc.prefix.size() + 1));
+    }
+    OMNI_ASSIGN_OR_RETURN(ObjectInfo info, store->Head(relative));
+    if (info.size > max) {
+      return PayloadTooLarge(fmt::format("the object is {} bytes, over the limit of {} bytes", info.size, max));
+    }
+    return store->Get(relative);
+  };
+}
 
 StatusOr<std::string> MediaFetcher::ReadBytes(std::string_view url, std::string* claimed_type) const {
   if (HasScheme(url, "data")) {

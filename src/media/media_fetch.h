@@ -30,12 +30,19 @@
 #include "core/status.h"
 #include "media/media_kind.h"
 #include "net/http_client.h"
+#include "storage/object_store.h"
 #include "storage/url_fetch.h"
 
 namespace omni::media {
 
 // Reads s3://bucket/key (at most max_bytes; PayloadTooLarge beyond).
 using S3Reader = std::function<StatusOr<std::string>(std::string_view bucket, std::string_view key, size_t max_bytes)>;
+
+// Reads s3://BUCKET/KEY URLs of the store at `store_uri` (its own bucket,
+// the key under its prefix) through `store` and its credentials; other
+// buckets are refused. Empty (s3:// refused) unless the store is an s3://
+// one. `store` must outlive the reader.
+S3Reader S3ReaderForStore(ObjectStore* store, std::string store_uri);
 
 struct MediaFetchOptions {
   size_t max_bytes = 64u << 20;

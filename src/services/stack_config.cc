@@ -37,6 +37,20 @@ Status ReadLlm(const ConfigNode& node, StackConfig::Llm* llm) {
   return r.Finish();
 }
 
+Status ReadVisionEncoder(const ConfigNode& node, StackConfig::VisionEncoder* ve) {
+  ObjectReader r(node, "vision_encoder");
+  OMNI_RETURN_IF_ERROR(r.CheckIsMap());
+  OMNI_RETURN_IF_ERROR(r.GetString("model", &ve->model));
+  OMNI_RETURN_IF_ERROR(r.GetString("served_model_name", &ve->served_model_name));
+  OMNI_RETURN_IF_ERROR(r.GetInt("threads", &ve->threads));
+  OMNI_RETURN_IF_ERROR(r.Require(ve->threads >= 0 && ve->threads <= 1024, "threads", "must be in [0, 1024]"));
+  OMNI_RETURN_IF_ERROR(ReadArgs(r,
+                                {"--host", "--port", "--model", "--served-model-name", "--threads", "--store",
+                                 "--modality", "--media-root"},
+                                &ve->args));
+  return r.Finish();
+}
+
 }  // namespace
 
 StatusOr<StackConfig> ParseStackConfig(const ConfigNode& root) {
@@ -47,6 +61,7 @@ StatusOr<StackConfig> ParseStackConfig(const ConfigNode& root) {
   OMNI_RETURN_IF_ERROR(r.Require(c.store.empty() || c.store.starts_with("file://") || c.store.starts_with("s3://"),
                                  "store", "expected a file:// or s3:// URI"));
   if (const ConfigNode* llm = r.GetNode("llm")) OMNI_RETURN_IF_ERROR(ReadLlm(*llm, &c.llm));
+  if (const ConfigNode* ve = r.GetNode("vision_encoder")) OMNI_RETURN_IF_ERROR(ReadVisionEncoder(*ve, &c.vision_encoder));
   if (const ConfigNode* gateway = r.GetNode("gateway")) {
     ObjectReader g(*gateway, "gateway");
     OMNI_RETURN_IF_ERROR(g.CheckIsMap());
@@ -58,6 +73,11 @@ StatusOr<StackConfig> ParseStackConfig(const ConfigNode& root) {
     OMNI_RETURN_IF_ERROR(o.CheckIsMap());
     if (const ConfigNode* t = o.GetNode("timeouts")) {
       OMNI_RETURN_IF_ERROR(orchestrator::ReadOrchestratorTimeouts(*t, o.ChildPath("timeouts"), &c.orchestrator_timeouts));
+    }
+    if (const ConfigNode* m = o.GetNode("media")) {
+      OMNI_RETURN_IF_ERROR(orchestrator::ReadMediaConfig(*m, o.ChildPath("media"), &c.orchestrator_media));
+      OMNI_RETURN_IF_ERROR(o.Require(c.orchestrator_media.vision_encoder.empty(), "media",
+                                     "media.vision_encoder is set by up itself (vision_encoder.served_model_name)"));
     }
     OMNI_RETURN_IF_ERROR(ReadArgs(o, {"--host", "--port", "--config"}, &c.orchestrator_args));
     OMNI_RETURN_IF_ERROR(o.Finish());

@@ -9,9 +9,15 @@
 //     replicas: 2                          # --llm-replicas wins when given
 //     threads: 8                           # compute threads per replica; default: the cores shared out
 //     args: [--kv-cache-memory, "8589934592"]   # more `omniserve llm` flags
+//   vision_encoder:
+//     model: /models/seed-omni-8b/ve       # default: the demo vision encoder
+//     served_model_name: seed-omni-8b-ve   # default: the folder's name
+//     threads: 4                           # compute threads; default: as one LLM replica
+//     args: [--max-queue, "64"]            # more `omniserve encoder` flags
 //   gateway: {args: [--request-timeout-s, "900"]}
 //   orchestrator:
 //     timeouts: {llm_s: 900}               # as in the orchestrator's config (docs/ORCHESTRATOR.md)
+//     media: {fetch_allow_loopback: true}  # likewise (vision_encoder is set by up)
 //     args: [--max-body-bytes, "134217728"]
 //
 // Thread-safety: plain values.
@@ -35,10 +41,18 @@ struct StackConfig {
     int threads = 0;                // per replica; 0: the machine's cores shared out
     std::vector<std::string> args;  // more `omniserve llm` flags
   };
+  struct VisionEncoder {
+    std::string model;              // empty: the demo vision encoder, written to DATA_DIR on first start
+    std::string served_model_name;  // empty: the folder's name
+    int threads = 0;                // 0: as many as one LLM replica
+    std::vector<std::string> args;  // more `omniserve encoder` flags
+  };
   std::string store;  // file:// or s3:// URI; empty: file://DATA_DIR/objects
   Llm llm;
+  VisionEncoder vision_encoder;
   std::vector<std::string> gateway_args;
   orchestrator::OrchestratorTimeouts orchestrator_timeouts;
+  orchestrator::MediaConfig orchestrator_media;  // vision_encoder is up's to set
   std::vector<std::string> orchestrator_args;
 };
 

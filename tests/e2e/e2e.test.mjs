@@ -10,7 +10,12 @@
 // bounds, never performance assertions.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 import { joinChatStream } from '../node/chat_stream.mjs';
 import { OpenAI, Stack } from './stack.mjs';
@@ -20,15 +25,48 @@ let origin;      // http://127.0.0.1:PORT
 let client;
 const model = 'omni-demo';
 
+// Image fixtures (tests/data/vision, tests/data/media) and a loopback
+// server for http image URLs; the stack may fetch from loopback only
+// because its config says so.
+const IMAGES = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'data');
+const image = (name) => readFileSync(path.join(IMAGES, name));
+const dataUrl = (bytes, type = 'image/jpeg') => `data:${type};base64,${bytes.toString('base64')}`;
+let configDir;
+let imageServer;
+let imageOrigin;
+
 before(async () => {
-  stack = await new Stack(process.env.OMNISERVE_BINARY).start();
+  configDir = mkdtempSync(path.join(tmpdir(), 'omniserve-e2e-config-'));
+  const config = path.join(configDir, 'up.yaml');
+  writeFileSync(config, 'orchestrator:\n  media: {fetch_allow_loopback: true}\n');
+  imageServer = http.createServer((req, res) => {
+    const name = decodeURIComponent(new URL(req.url, 'http://x').pathname.slice(1));
+    try {
+      const bytes = image(name);
+      res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(bytes);
+    } catch {
+      res.writeHead(404).end();
+    }
+  });
+  await new Promise((resolve) => imageServer.listen(0, '127.0.0.1', resolve));
+  imageOrigin = `http://127.0.0.1:${imageServer.address().port}`;
+  stack = await new Stack(process.env.OMNISERVE_BINARY, ['--config', config]).start();
   origin = stack.origin;
   client = stack.client();
 });
 
 after(async () => {
   if (stack) await stack.dispose();
+  if (imageServer) imageServer.close();
+  if (configDir) rmSync(configDir, { recursive: true, force: true });
 });
+
+// A Prometheus sample's value from a /metrics text (0 when absent).
+async function metric(url, sample) {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${sample} `));
+  return line ? Number(line.split(' ')[1]) : 0;
+}
 
 // Long enough for the gateway's approximate prefix index (64-character
 // blocks) to match a conversation's earlier turns.
@@ -74,7 +112,7 @@ test('GET /health reports every child of up, and /v1/models lists the demo model
   const report = await health.json();
   assert.equal(report.status, 'ok', JSON.stringify(report));
   assert.deepEqual(report.components.map((c) => [c.name, c.status]),
-    [['gateway', 'ok'], ['store', 'ok'], ['llm-0', 'ok'], ['llm-1', 'ok']]);
+    [['gateway', 'ok'], ['store', 'ok'], ['llm-0', 'ok'], ['llm-1', 'ok'], ['vision-encoder', 'ok']]);
   assert.equal(report.components[0].url, stack.urlOf('gateway'));
   assert.equal(report.components[2].url, stack.urlOf('llm-0'));
   const models = await client.models.list();
@@ -196,10 +234,9 @@ test('errors: precise 4xx OpenAI errors, and the stack keeps serving', async () 
     model, messages: user, tools: [{ type: 'function', function: { name: 'known' } }],
     tool_choice: { type: 'function', function: { name: 'unknown' } },
   }), (e) => e instanceof OpenAI.BadRequestError && e.param === 'tool_choice.function.name');
-  // Media parts: no encoder pool serves them yet; the error names the part
+  // Audio parts: no encoder pool serves them yet; the error names the part
   // and the pool it needs.
   for (const [part, pool] of [
-    [{ type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } }, 'vision encoder pool'],
     [{ type: 'input_audio', input_audio: { data: 'UklGRiQAAABXQVZF', format: 'wav' } }, 'audio encoder pool']]) {
     await assert.rejects(client.chat.completions.create({
       model, messages: [{ role: 'user', content: [{ type: 'text', text: 'what is this?' }, part] }],
@@ -214,6 +251,76 @@ test('errors: precise 4xx OpenAI errors, and the stack keeps serving', async () 
   assert.match(head, /^HTTP\/1\.1 413 /, head.slice(0, 300));
   // Still serving.
   const ok = await client.chat.completions.create({ model, messages: user, max_tokens: 2 });
+  assert.equal(ok.choices.length, 1);
+});
+
+test('images: a question about a data: URL image is answered; the same image under an http URL is not encoded again and hits the prefix cache', async () => {
+  const encoder = stack.urlOf('vision-encoder');
+  const jpeg = image('vision/wide.jpg');
+  const ask = (url) => client.chat.completions.create({
+    model, max_tokens: 4, temperature: 0, ...NO_THINK,
+    messages: [{ role: 'system', content: SYSTEM },
+      { role: 'user', content: [{ type: 'image_url', image_url: { url } }, { type: 'text', text: 'What is in this picture?' }] }],
+  });
+  const encodedBefore = await metric(encoder, 'omni_encoder_encoded_total');
+  const first = await ask(dataUrl(jpeg, 'image/png'));  // the claimed type does not matter: the bytes are sniffed
+  assert.equal(first.object, 'chat.completion');
+  checkUsage(first.usage, 4);
+  // 729 TA-Tok ids + 72 continuous rows (a 500x123 image -> 504x112 -> 36x8 patches -> 72 rows) + the text.
+  assert.ok(first.usage.prompt_tokens > 729 + 72, `prompt_tokens ${first.usage.prompt_tokens}`);
+  assert.equal(await metric(encoder, 'omni_encoder_encoded_total'), encodedBefore + 1);
+  const second = await ask(`${imageOrigin}/vision/wide.jpg?signature=abc`);
+  assert.equal(second.usage.prompt_tokens, first.usage.prompt_tokens);
+  assert.equal(await metric(encoder, 'omni_encoder_encoded_total'), encodedBefore + 1, 'no second encoder call');
+  assert.ok(second.usage.prompt_tokens_details.cached_tokens > 729,
+    `cached_tokens ${second.usage.prompt_tokens_details.cached_tokens}`);
+  assert.equal(second.choices[0].message.content, first.choices[0].message.content);  // greedy, same prompt
+});
+
+test('images: two images of one request are encoded concurrently', async () => {
+  const encoder = stack.urlOf('vision-encoder');
+  const encodedBefore = await metric(encoder, 'omni_encoder_encoded_total');
+  const id = `e2e-two-images-${process.pid}-${Date.now()}`;
+  const r = await client.chat.completions.create({
+    model, max_tokens: 2, ...NO_THINK,
+    messages: [{ role: 'user', content: [
+      { type: 'image_url', image_url: { url: dataUrl(image('vision/tall.jpg')) } },
+      { type: 'image_url', image_url: { url: `${imageOrigin}/vision/capped.jpg` } },
+      { type: 'text', text: 'Compare the two pictures.' }] }],
+  }, { headers: { 'x-request-id': id } });
+  assert.equal(r.choices.length, 1);
+  assert.equal(await metric(encoder, 'omni_encoder_encoded_total'), encodedBefore + 2);
+  // Both encode requests reached the encoder before either was answered.
+  const lines = stack.log.split('\n').filter((l) => l.includes(id) && l.includes('role=encoder'));
+  const queued = lines.map((l, i) => (l.includes('queued') ? i : -1)).filter((i) => i >= 0);
+  const done = lines.findIndex((l) => l.includes(' encoded '));
+  assert.equal(queued.length, 2, lines.join('\n'));
+  assert.ok(done > queued[1], `the second request was queued after the first was done:\n${lines.join('\n')}`);
+});
+
+test('images: bad media get precise 4xx errors naming the part, and the stack keeps serving', async () => {
+  const ask = (url) => client.chat.completions.create({
+    model, max_tokens: 2,
+    messages: [{ role: 'user', content: [{ type: 'text', text: 'what is this?' }, { type: 'image_url', image_url: { url } }] }],
+  });
+  const cases = [
+    [dataUrl(image('media/truncated.jpg')), 400, /truncated/],
+    [dataUrl(image('media/corrupt.png')), 400, /PNG image is corrupt/],
+    [dataUrl(image('media/truncated.webp')), 400, /WebP image is corrupt/],
+    [dataUrl(image('media/truncated.gif')), 400, /GIF image is corrupt/],
+    [dataUrl(image('media/bomb.png')), 413, /100000x100000 pixels/],
+    ['data:image/jpeg;base64,', 400, /empty/],
+    [dataUrl(image('media/text.jpg')), 415, /not an image \(text\)/],
+    [dataUrl(image('media/image.bmp')), 415, /BMP images are not supported/],
+    ['file:///etc/passwd', 400, /not allowed|file/],
+    ['http://169.254.169.254/latest/meta-data', 400, /not allowed/],
+    [`${imageOrigin}/no-such-image.png`, 404, /404/],
+  ];
+  for (const [url, status, message] of cases) {
+    await assert.rejects(ask(url), (e) => e.status === status && e.param === 'messages[0].content[1]' &&
+      message.test(e.message), `expected ${status} ${message} for ${url.slice(0, 60)}`);
+  }
+  const ok = await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
   assert.equal(ok.choices.length, 1);
 });
 

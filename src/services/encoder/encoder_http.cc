@@ -47,6 +47,7 @@ void EncoderHttpAdapter::Accept(HttpRequest request, std::shared_ptr<ResponseWri
     return;
   }
   queue_->Inc();
+  OMNI_LOG(kInfo, "request_id={} encode request queued ({} held)", request.request_id, held_.load());
   auto shared = std::make_shared<HttpRequest>(std::move(request));
   const bool posted = pool_.Post([this, shared, writer, omniserve_form] {
     Run(*shared, *writer, omniserve_form);

@@ -73,6 +73,20 @@ Status ReadHealth(const ConfigNode& node, const std::string& path, OrchestratorC
 
 }  // namespace
 
+Status ReadMediaConfig(const ConfigNode& node, const std::string& path, MediaConfig* m) {
+  ObjectReader r(node, path);
+  OMNI_RETURN_IF_ERROR(r.CheckIsMap());
+  OMNI_RETURN_IF_ERROR(r.GetString("vision_encoder", &m->vision_encoder));
+  OMNI_RETURN_IF_ERROR(r.GetInt("max_bytes", &m->max_bytes));
+  OMNI_RETURN_IF_ERROR(r.Require(m->max_bytes >= 1 && m->max_bytes <= (int64_t{1} << 34), "max_bytes",
+                                 "must be in [1, 2^34]"));
+  OMNI_RETURN_IF_ERROR(GetMillis(r, "fetch_timeout_ms", 1, 3'600'000, &m->fetch_timeout));
+  OMNI_RETURN_IF_ERROR(GetMillis(r, "encode_s", 1000, 86'400, &m->encode_timeout));
+  OMNI_RETURN_IF_ERROR(r.GetBool("fetch_allow_loopback", &m->fetch_allow_loopback));
+  OMNI_RETURN_IF_ERROR(r.GetBool("fetch_allow_private", &m->fetch_allow_private));
+  return r.Finish();
+}
+
 StatusOr<OrchestratorConfig> ParseOrchestratorConfig(const ConfigNode& root) {
   OrchestratorConfig c;
   ObjectReader r(root, "");
@@ -84,6 +98,9 @@ StatusOr<OrchestratorConfig> ParseOrchestratorConfig(const ConfigNode& root) {
                                  "store", "expected a file:// or s3:// URI"));
   if (const ConfigNode* t = r.GetNode("timeouts")) OMNI_RETURN_IF_ERROR(ReadOrchestratorTimeouts(*t, "timeouts", &c.timeouts));
   if (const ConfigNode* h = r.GetNode("health")) OMNI_RETURN_IF_ERROR(ReadHealth(*h, "health", &c));
+  if (const ConfigNode* m = r.GetNode("media")) OMNI_RETURN_IF_ERROR(ReadMediaConfig(*m, "media", &c.media));
+  OMNI_RETURN_IF_ERROR(r.Require(c.media.vision_encoder.empty() || !c.store.empty(), "media",
+                                 "media.vision_encoder needs a store: encoders write their objects there"));
   OMNI_RETURN_IF_ERROR(r.Finish());
   return c;
 }

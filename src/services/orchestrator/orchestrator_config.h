@@ -8,6 +8,13 @@
 //     llm_s: 600                       #   a chat request through the gateway, whole
 //     models_ms: 5000                  #   GET /v1/models from the gateway
 //     probe_ms: 1000                   #   each health probe
+//   media:                             # optional: image parts need it (and the store)
+//     vision_encoder: omni-ve          #   the vision encoder's model name; the gateway routes /v1/encode by it
+//     max_bytes: 67108864              #   largest medium fetched or sent inline (413 beyond)
+//     fetch_timeout_ms: 30000          #   one http(s) fetch, redirects included
+//     encode_s: 120                    #   one encoder call
+//     fetch_allow_loopback: false      #   http(s) media on loopback / private addresses (refused by default)
+//     fetch_allow_private: false
 //   health:
 //     interval_ms: 1000                # how often the components are probed
 //     components:                      # reported by /health beside the gateway (and the store)
@@ -38,17 +45,30 @@ struct Component {
   std::string url;  // base URL: "http://127.0.0.1:9001"; /health is appended
 };
 
+// How media parts become embedding objects (media_stage.h).
+struct MediaConfig {
+  std::string vision_encoder;  // model name of the vision encoder pool; empty: image parts are refused
+  int64_t max_bytes = 64ll << 20;
+  std::chrono::milliseconds fetch_timeout{30'000};
+  std::chrono::milliseconds encode_timeout{120'000};
+  bool fetch_allow_loopback = false;
+  bool fetch_allow_private = false;
+};
+
 struct OrchestratorConfig {
   std::string gateway;  // base URL, "http://host:port", without a path
   std::string store;    // object store URI (file:// or s3://); empty: none
   OrchestratorTimeouts timeouts;
   std::chrono::milliseconds probe_interval{1'000};
   std::vector<Component> components;  // besides the gateway, which is always probed
+  MediaConfig media;
 };
 
 StatusOr<OrchestratorConfig> ParseOrchestratorConfig(const ConfigNode& root);
 // The `timeouts` map at `path` (also read by `up --config`).
 Status ReadOrchestratorTimeouts(const ConfigNode& node, const std::string& path, OrchestratorTimeouts* t);
 StatusOr<OrchestratorConfig> LoadOrchestratorConfig(const std::string& path);
+// The `media` map at `path` (also read by `up --config`).
+Status ReadMediaConfig(const ConfigNode& node, const std::string& path, MediaConfig* media);
 
 }  // namespace omni::orchestrator

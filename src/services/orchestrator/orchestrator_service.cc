@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 #include "api/openai/openai_parse.h"
 #include "core/json_string.h"
 #include "core/log.h"
@@ -24,18 +26,45 @@ std::string_view PoolFor(ContentKind kind) {
   return "encoder";
 }
 
-// The first media part, refused: this build has no encoder pools yet (the
-// image and audio understanding issues add them).
-Status RefuseMedia(const openai::ChatRequest& request) {
-  if (request.media.empty()) return Status::Ok();
-  const openai::MediaPart& part = request.media.front();
-  const std::string param =
-      "messages[" + std::to_string(part.message_index) + "].content[" + std::to_string(part.part_index) + "]";
-  return InvalidArgument(param + " is an " + part.part_type + " part, which needs a " + std::string(PoolFor(part.kind)) +
-                         " pool; this deployment has none (omniserve has no " + std::string(PoolFor(part.kind)) +
-                         " yet), so send text only")
-      .WithParam(param)
-      .WithErrorCode("media_pool_missing");
+// The first media part no encoder pool serves, refused: audio and video
+// (omniserve has no encoders for them yet), and images when the deployment
+// names no vision encoder.
+Status RefuseUnservedMedia(const openai::ChatRequest& request, const MediaStage& media) {
+  for (const openai::MediaPart& part : request.media) {
+    if (media.Serves(part.kind)) continue;
+    const std::string param =
+        "messages[" + std::to_string(part.message_index) + "].content[" + std::to_string(part.part_index) + "]";
+    const bool image = part.kind == ContentKind::kImage;
+    return InvalidArgument(param + " is an " + part.part_type + " part, which needs a " +
+                           std::string(PoolFor(part.kind)) + " pool; this deployment has none (" +
+                           (image ? "media.vision_encoder is not configured" : "omniserve has no " +
+                                                                                   std::string(PoolFor(part.kind)) +
+                                                                                   " yet") +
+                           "), so send text only")
+        .WithParam(param)
+        .WithErrorCode("media_pool_missing");
+  }
+  return Status::Ok();
+}
+
+// The chat body with each media part's URL replaced by `uris` (in the
+// order of request.media). The body parsed once already, so this cannot fail
+// on its syntax.
+StatusOr<std::string> WithMediaUris(const std::string& body, const openai::ChatRequest& request,
+                                    const std::vector<std::string>& uris) {
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded()) return Internal("the chat body no longer parses");
+  for (size_t i = 0; i < request.media.size(); ++i) {
+    const openai::MediaPart& part = request.media[i];
+    nlohmann::json& content = j["messages"][part.message_index]["content"][part.part_index];
+    nlohmann::json& media = content[part.part_type];
+    if (media.is_object()) {
+      media["url"] = uris[i];
+    } else {
+      media = {{"url", uris[i]}};
+    }
+  }
+  return j.dump();
 }
 
 std::string Seconds(std::chrono::milliseconds d) {
@@ -59,7 +88,7 @@ struct OrchestratorService::Call : UpstreamCall {
 };
 
 OrchestratorService::OrchestratorService(OrchestratorConfig config, Upstream& upstream, ObjectStore* store,
-                                         const Clock& clock, MetricsRegistry& metrics)
+                                         const Clock& clock, MetricsRegistry& metrics, HttpClient* media_client)
     : config_(std::move(config)),
       upstream_(upstream),
       store_(store),
@@ -71,7 +100,9 @@ OrchestratorService::OrchestratorService(OrchestratorConfig config, Upstream& up
                                      StageBuckets())
                        .WithLabels({"llm"})),
       component_up_(metrics.AddGauge("orchestrator_component_up",
-                                     "1 if the component answered its last health probe, else 0.", {"component"})) {
+                                     "1 if the component answered its last health probe, else 0.", {"component"})),
+      media_(config_, upstream, store, media_client, metrics),
+      media_requests_(4) {
   auto& requests = metrics.AddCounter(
       "orchestrator_requests_total",
       "Chat requests by outcome: ok, upstream_error (the gateway answered >= 500), rejected (refused before any "
@@ -93,21 +124,50 @@ OrchestratorService::~OrchestratorService() = default;
 void OrchestratorService::Chat(HttpRequest request, std::shared_ptr<ResponseWriter> writer) {
   const log::RequestLog log(request.request_id);
   StatusOr<openai::ChatRequest> parsed = openai::ParseChatRequest(request.body, openai::MediaForm::kRawMedia);
-  const Status refusal = parsed.ok() ? RefuseMedia(*parsed) : parsed.status();
+  const Status refusal = parsed.ok() ? RefuseUnservedMedia(*parsed, media_) : parsed.status();
   if (!refusal.ok()) {
     outcomes_.rejected->Inc();
     log.Info("orchestrator: refused: {}", refusal.message());
     writer->Send(ErrorResponse(refusal));
     return;
   }
+  if (parsed->media.empty()) {
+    std::string body = std::move(request.body);
+    Forward(request, std::move(body), std::move(writer));
+    return;
+  }
+  // Fetching and encoding block: off the io thread.
+  auto shared_request = std::make_shared<HttpRequest>(std::move(request));
+  auto shared_parsed = std::make_shared<openai::ChatRequest>(std::move(parsed).value());
+  const bool posted = media_requests_.Post([this, shared_request, shared_parsed, writer]() mutable {
+    ResolveMediaAndForward(*shared_request, *shared_parsed, std::move(writer));
+  });
+  if (!posted) writer->Send(ErrorResponse(Unavailable("the orchestrator is shutting down")));
+}
 
+void OrchestratorService::ResolveMediaAndForward(const HttpRequest& request, const openai::ChatRequest& parsed,
+                                                 std::shared_ptr<ResponseWriter> writer) {
+  const log::RequestLog log(request.request_id);
+  StatusOr<std::vector<std::string>> uris = media_.Resolve(parsed, request.request_id);
+  StatusOr<std::string> body = uris.ok() ? WithMediaUris(request.body, parsed, *uris) : uris.status();
+  if (!body.ok()) {
+    outcomes_.rejected->Inc();
+    log.Info("orchestrator: media: {}", body.status().ToString());
+    writer->Send(ErrorResponse(body.status()));
+    return;
+  }
+  Forward(request, std::move(body).value(), std::move(writer));
+}
+
+void OrchestratorService::Forward(const HttpRequest& request, std::string body,
+                                  std::shared_ptr<ResponseWriter> writer) {
   auto call = std::make_shared<Call>(std::move(writer));
   call->request_id = request.request_id;
   call->start = clock_.Now();
   HttpClientRequest up{.method = HttpMethod::kPost,
                        .url = config_.gateway + "/v1/chat/completions",
                        .headers = EndToEndHeaders(request.headers),
-                       .body = std::move(request.body),
+                       .body = std::move(body),
                        .timeout = config_.timeouts.llm};
   up.headers.Set("x-request-id", request.request_id);
   up.headers.Set("x-forwarded-for", ForwardedFor(request));
@@ -184,6 +244,19 @@ HttpResponse OrchestratorService::Models(const HttpRequest& request) {
                              .WithErrorCode("gateway_unavailable");
     log::RequestLog(request.request_id).Warn("orchestrator: /v1/models: {}", error.message());
     return ErrorResponse(error);
+  }
+  if (r->status == 200) {
+    // Clients of the chat API get the models they can chat with: the LLM
+    // pools'. Encoders and decoders are this stack's internals.
+    nlohmann::ordered_json list = nlohmann::ordered_json::parse(r->body, nullptr, false);
+    if (list.is_object() && list.contains("data") && list["data"].is_array()) {
+      nlohmann::ordered_json kept = nlohmann::ordered_json::array();
+      for (auto& m : list["data"]) {
+        if (!m.is_object() || !m.contains("role") || m["role"] == "llm") kept.push_back(std::move(m));
+      }
+      list["data"] = std::move(kept);
+      return JsonResponse(200, list.dump());
+    }
   }
   return HttpResponse{.status = r->status, .headers = EndToEndHeaders(r->headers), .body = std::move(r->body)};
 }

@@ -7,9 +7,13 @@
 //
 // A chat request is parsed as the LLM server parses it (one parser,
 // api/openai) before any upstream call, so malformed JSON, wrong types and
-// bad values get their 400 here. Media parts get a 400 naming the part and
-// the encoder pool it needs, which this build does not have yet. The body
-// then goes to the gateway unchanged, with the request id in x-request-id.
+// bad values get their 400 here. Image parts go through the media stage
+// (media_stage.h) on a worker thread: each becomes its embedding object's
+// URI in the store, and the body goes to the gateway with those URIs in
+// place of the client's; media without an encoder pool (audio, video; images
+// when media.vision_encoder is unset) get a 400 naming the part and the pool
+// it needs. A text-only body goes to the gateway unchanged. The request id
+// travels in x-request-id.
 // The answer streams back as it arrives (ResponseRelay); a client that goes
 // away cancels the upstream call; an upstream that fails before answering
 // gets an OpenAI error (503, or 504 past the LLM stage timeout), and one
@@ -34,6 +38,8 @@
 #include "net/http_server.h"
 #include "net/metrics.h"
 #include "net/upstream_calls.h"
+#include "core/thread_pool.h"
+#include "services/orchestrator/media_stage.h"
 #include "services/orchestrator/orchestrator_config.h"
 #include "storage/object_store.h"
 
@@ -72,9 +78,10 @@ class HttpUpstream final : public Upstream {
 
 class OrchestratorService {
  public:
-  // `store` may be null (no store configured). All must outlive the service.
+  // `store` may be null (no store configured); `media_client` fetches
+  // http(s) media (null: such URLs are refused). All must outlive the service.
   OrchestratorService(OrchestratorConfig config, Upstream& upstream, ObjectStore* store, const Clock& clock,
-                      MetricsRegistry& metrics);
+                      MetricsRegistry& metrics, HttpClient* media_client = nullptr);
   ~OrchestratorService();
 
   // POST /v1/chat/completions (and OmniServe's /b/v1/chat/completions).
@@ -117,6 +124,11 @@ class OrchestratorService {
     Counter* client_gone;
   };
 
+  // Sends `body` to the gateway's chat endpoint and relays the answer.
+  void Forward(const HttpRequest& request, std::string body, std::shared_ptr<ResponseWriter> writer);
+  // On a media worker: the media parts resolved, then Forward.
+  void ResolveMediaAndForward(const HttpRequest& request, const openai::ChatRequest& parsed,
+                              std::shared_ptr<ResponseWriter> writer);
   void Done(const std::shared_ptr<Call>& call, StatusOr<int> status);
   // Why `probe` is down, or an empty string when it is up.
   std::string ProbeOne(const Probe& probe);
@@ -134,6 +146,8 @@ class OrchestratorService {
   std::vector<Probe> probes_;  // guarded by probes_mu_
 
   UpstreamCalls live_;  // chat requests not yet ended, for the drain-deadline hook
+  MediaStage media_;
+  ThreadPool media_requests_;  // requests in their media stage; declared last: joined first
 };
 
 }  // namespace omni::orchestrator

@@ -296,6 +296,11 @@ TEST(OrchestratorService, ModelsAreTheGatewaysList) {
   EXPECT_EQ(ok.status, 200);
   EXPECT_EQ(ok.body, list);
   EXPECT_EQ(f.upstream.requests.back().headers.GetOr("x-request-id", ""), "m-1");
+  // Only the LLM pools' models: encoders are the stack's internals.
+  f.upstream.answers[std::string(kGateway) + "/v1/models"] = HttpClientResponse{
+      .status = 200,
+      .body = R"({"object":"list","data":[{"id":"omni-demo","role":"llm"},{"id":"omni-demo-ve","role":"vision-encoder"}]})"};
+  EXPECT_EQ(f.service.Models(req).body, R"({"object":"list","data":[{"id":"omni-demo","role":"llm"}]})");
   f.upstream.answers.clear();
   HttpResponse down = f.service.Models(req);
   EXPECT_EQ(down.status, 503);

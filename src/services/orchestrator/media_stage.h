@@ -1,0 +1,70 @@
+// The orchestrator's media step (DESIGN.md, "Life of a request", step 2):
+// each image part of a chat request becomes a reference to its embedding
+// object, which the LLM server then injects.
+//
+//   fetch    once, by the media layer: data:, http(s) under the fetch
+//            policy (no loopback or private addresses unless configured),
+//            s3:// of the configured store; file:// is refused (a client
+//            names no files on this machine); kind sniffed, bytes hashed
+//   lookup   HEAD emb/<encoder model>/<sha256>.safetensors: present -> done,
+//            no encoder call
+//   encode   the bytes are written once to media/<sha256>.<ext> in the store
+//            and the vision encoder pool is asked, through the gateway, to
+//            encode that object (POST /v1/encode); it writes the embedding
+//            object under the key above
+// All parts of a request run at once. The result, per part, is the object's
+// URI in the store (s3://bucket/key or file:///dir/key), which replaces the
+// part's URL in the body sent to the LLM.
+//
+// Errors name the part ("messages[1].content[0]: ...") and keep the cause's
+// class: the medium's own problems (corrupt, too large, not an image, a
+// refused URL) are 4xx; an encoder or store that fails is 502/503/504.
+// Thread-safety: Resolve is thread-safe and blocks; call it off the io threads.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/openai/openai_types.h"
+#include "core/status.h"
+#include "core/thread_pool.h"
+#include "media/media_fetch.h"
+#include "net/http_client.h"
+#include "net/metrics.h"
+#include "services/orchestrator/orchestrator_config.h"
+#include "storage/object_store.h"
+
+namespace omni::orchestrator {
+
+class Upstream;
+
+class MediaStage {
+ public:
+  // `upstream`, `store` and `metrics` must outlive the stage; `store` may be
+  // null only when no vision encoder is configured.
+  MediaStage(const OrchestratorConfig& config, Upstream& upstream, ObjectStore* store, HttpClient* fetch_client,
+             MetricsRegistry& metrics);
+  ~MediaStage();
+
+  // Whether a media part of this kind can be served (an encoder pool for it
+  // is configured).
+  bool Serves(ContentKind kind) const;
+
+  // One object URI per media part of `request`, in order.
+  StatusOr<std::vector<std::string>> Resolve(const openai::ChatRequest& request, const std::string& request_id);
+
+ private:
+  StatusOr<std::string> ResolvePart(const openai::MediaPart& part, const std::string& request_id);
+  StatusOr<std::string> Encode(const std::string& media_uri, const std::string& request_id);
+
+  const OrchestratorConfig& config_;
+  Upstream& upstream_;
+  ObjectStore* store_;
+  std::unique_ptr<media::MediaFetcher> fetcher_;
+  CounterFamily* parts_;          // by result: cached, encoded, error
+  HistogramFamily* seconds_;      // by stage: fetch, encode
+  ThreadPool pool_;               // one task per part; declared last: joined first
+};
+
+}  // namespace omni::orchestrator
