@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
+#include <vector>
 
 #include <unistd.h>
 
@@ -102,6 +104,13 @@ TEST(MediaFetcher, HttpOnLoopbackWhenAllowedWithLimitsAndRedirects) {
     r.headers.Set("location", "/loop");
     return r;
   });
+  // Answers only when the test ends: a server that never answers in time.
+  std::vector<std::shared_ptr<ResponseWriter>> stalled;
+  std::mutex stalled_mu;
+  server.RouteStreaming(HttpMethod::kGet, "/slow", [&](HttpRequest, std::shared_ptr<ResponseWriter> w) {
+    std::lock_guard lock(stalled_mu);
+    stalled.push_back(std::move(w));
+  });
   ASSERT_TRUE(server.Start().ok());
   const std::string base = "http://127.0.0.1:" + std::to_string(server.port());
   HttpClient client;
@@ -114,6 +123,14 @@ TEST(MediaFetcher, HttpOnLoopbackWhenAllowedWithLimitsAndRedirects) {
   auto over = small.Fetch(base + "/photo?X-Amz-Signature=secret");
   EXPECT_EQ(over.status().code(), StatusCode::kPayloadTooLarge);
   EXPECT_EQ(over.status().message().find("secret"), std::string::npos);
+  MediaFetcher impatient({.timeout = std::chrono::milliseconds(200), .policy = {.allow_loopback = true}}, &client);
+  auto slow = impatient.Fetch(base + "/slow");
+  EXPECT_EQ(slow.status().code(), StatusCode::kUnavailable) << slow.status().ToString();
+  EXPECT_NE(slow.status().message().find("no valid HTTP response"), std::string::npos) << slow.status().message();
+  {
+    std::lock_guard lock(stalled_mu);
+    for (auto& w : stalled) w->Send(HttpResponse{.status = 200, .body = "late"});
+  }
   auto loop = fetcher.Fetch(base + "/loop");
   EXPECT_EQ(loop.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(loop.status().message().find("redirects"), std::string::npos) << loop.status().message();

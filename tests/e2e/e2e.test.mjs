@@ -315,6 +315,7 @@ test('images: bad media get precise 4xx errors naming the part, and the stack ke
     ['file:///etc/passwd', 400, /not allowed|file/],
     ['http://169.254.169.254/latest/meta-data', 400, /not allowed/],
     [`${imageOrigin}/no-such-image.png`, 404, /404/],
+    ['http://127.0.0.1:1/closed-port.png', 400, /could not download the image/],
   ];
   for (const [url, status, message] of cases) {
     await assert.rejects(ask(url), (e) => e.status === status && e.param === 'messages[0].content[1]' &&

@@ -32,24 +32,6 @@ bool ParseInt(const std::string& s, int64_t* out) {
   return true;
 }
 
-// The name the medium came under, for the prompt's mime line: the URL's
-// last path segment in [A-Za-z0-9._-] (others become '_', at most 96 bytes),
-// or "image.<ext>" for inline media and URLs without one.
-std::string MediumFilename(std::string_view url, media::MediaKind kind) {
-  const std::string fallback = "image." + std::string(media::MediaKindInfo(kind).extension);
-  if (url.starts_with("data:")) return fallback;
-  std::string_view path = url.substr(0, url.find_first_of("?#"));
-  std::string_view last = path.substr(path.rfind('/') + 1);
-  if (last.empty() || last.find('.') == std::string_view::npos) return fallback;
-  std::string name;
-  for (char c : last.substr(0, 96)) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                    c == '-' || c == '_';
-    name += ok ? c : '_';
-  }
-  return name;
-}
-
 StatusOr<nlohmann::json> ParseObject(std::string_view body) {
   nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
   if (j.is_discarded()) return InvalidArgument("the request body is not valid JSON");
@@ -221,7 +203,9 @@ StatusOr<EncodeResult> EncoderService::Encode(const EncodeRequest& request) cons
       {"grid-h", std::to_string(r.grid.h)},
       {"grid-w", std::to_string(r.grid.w)},
       {"mime", r.mime},
-      {"filename", MediumFilename(request.url, info.kind)},
+      // A generic name: the object is shared by every request that sends
+      // these bytes, so it carries nothing from one client's URL.
+      {"filename", "image." + std::string(media::MediaKindInfo(info.kind).extension)},
       {"sha256", r.sha256},
   };
   for (const auto& [k, v] : meta) object.metadata.emplace_back(k, v);

@@ -1,5 +1,6 @@
 #include "services/orchestrator/media_stage.h"
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 
@@ -57,9 +58,11 @@ bool MediaStage::Serves(ContentKind kind) const {
 
 StatusOr<std::vector<std::string>> MediaStage::Resolve(const openai::ChatRequest& request,
                                                        const std::string& request_id) {
+  const Deadline deadline = SteadyClock::now() + config_.media.fetch_timeout + config_.media.encode_timeout;
   std::vector<std::future<StatusOr<std::string>>> pending;
   for (const openai::MediaPart& part : request.media) {
-    pending.push_back(pool_.Submit([this, &part, &request_id] { return ResolvePart(part, request_id); }));
+    pending.push_back(
+        pool_.Submit([this, &part, &request_id, deadline] { return ResolvePart(part, request_id, deadline); }));
   }
   std::vector<std::string> uris;
   Status first_error = Status::Ok();
@@ -79,9 +82,29 @@ StatusOr<std::vector<std::string>> MediaStage::Resolve(const openai::ChatRequest
   return uris;
 }
 
-StatusOr<std::string> MediaStage::ResolvePart(const openai::MediaPart& part, const std::string& request_id) {
+StatusOr<std::string> MediaStage::ResolvePart(const openai::MediaPart& part, const std::string& request_id,
+                                              Deadline deadline) {
+  if (stopping_.load()) {
+    return Unavailable("the orchestrator is shutting down").WithErrorCode("server_shutdown");
+  }
+  if (SteadyClock::now() >= deadline) {
+    return DeadlineExceeded("the request's media stage ran past media.fetch_timeout_ms + media.encode_s")
+        .WithErrorCode("media_timeout");
+  }
   auto t0 = SteadyClock::now();
-  OMNI_ASSIGN_OR_RETURN(media::FetchedMedia medium, fetcher_->Fetch(part.url));
+  StatusOr<media::FetchedMedia> fetched = fetcher_->Fetch(part.url);
+  if (!fetched.ok()) {
+    // A client's http(s) URL that does not answer as it should (refused,
+    // reset, timed out, 5xx) is the request's fault, as OpenAI treats it: a
+    // 400, not our 503. (Our own store's failures, s3://, stay 503.)
+    const StatusCode code = fetched.status().code();
+    if ((code == StatusCode::kUnavailable || code == StatusCode::kDeadlineExceeded) && part.url.starts_with("http")) {
+      return InvalidArgument("could not download the image: " + fetched.status().message())
+          .WithErrorCode("invalid_image_url");
+    }
+    return fetched.status();
+  }
+  media::FetchedMedia medium = std::move(fetched).value();
   seconds_->WithLabels({"fetch"}).Observe(SecondsSince(t0));
   if (medium.bytes.empty()) return InvalidArgument(fmt::format("the {} part's data is empty (0 bytes)", part.part_type));
   const media::MediaKindDescription& kind = media::MediaKindInfo(medium.kind);
@@ -93,60 +116,112 @@ StatusOr<std::string> MediaStage::ResolvePart(const openai::MediaPart& part, con
                       : fmt::format("the {} part's data is {} ({}); this deployment understands images here",
                                     part.part_type, media::MediaClassName(kind.cls), kind.name));
   }
+  // One lookup per distinct medium at a time: a part whose bytes are being
+  // looked up or encoded already waits for that answer.
+  std::promise<StatusOr<std::string>> mine;
+  Shared shared;
+  bool leader = false;
+  {
+    std::lock_guard lock(inflight_mu_);
+    auto [it, inserted] = inflight_.try_emplace(medium.sha256);
+    if (inserted) it->second = mine.get_future().share();
+    shared = it->second;
+    leader = inserted;
+  }
+  if (!leader) {
+    StatusOr<std::string> r = shared.get();
+    if (r.ok()) parts_->WithLabels({"shared"}).Inc();
+    return r;
+  }
+  StatusOr<std::string> r = LookUpOrEncode(medium, request_id, deadline);
+  {
+    std::lock_guard lock(inflight_mu_);
+    inflight_.erase(medium.sha256);
+  }
+  mine.set_value(r);
+  return r;
+}
+
+StatusOr<std::string> MediaStage::LookUpOrEncode(const media::FetchedMedia& medium, const std::string& request_id,
+                                                 Deadline deadline) {
+  const auto store_error = [this](const Status& s) {
+    return Unavailable(fmt::format("the object store ({}) failed: {}", store_->uri(), s.message()))
+        .WithErrorCode("store_unavailable");
+  };
   OMNI_ASSIGN_OR_RETURN(std::string key, EmbeddingKey(config_.media.vision_encoder, medium.sha256));
   StatusOr<ObjectInfo> head = store_->Head(key);
   if (head.ok()) {
     parts_->WithLabels({"cached"}).Inc();
     return ObjectUriInStore(config_.store, key);
   }
-  if (head.status().code() != StatusCode::kNotFound) return head.status();
+  if (head.status().code() != StatusCode::kNotFound) return store_error(head.status());
   auto t1 = SteadyClock::now();
   // The bytes go through the store, once: the encoder reads them there.
+  const media::MediaKindDescription& kind = media::MediaKindInfo(medium.kind);
   const std::string media_key = "media/" + medium.sha256 + "." + std::string(kind.extension);
   if (StatusOr<ObjectInfo> present = store_->Head(media_key); !present.ok()) {
-    if (present.status().code() != StatusCode::kNotFound) return present.status();
-    OMNI_RETURN_IF_ERROR(store_->Put(media_key, medium.bytes, {.content_type = std::string(kind.mime)}));
+    if (present.status().code() != StatusCode::kNotFound) return store_error(present.status());
+    if (Status put = store_->Put(media_key, medium.bytes, {.content_type = std::string(kind.mime)}); !put.ok()) {
+      return store_error(put);
+    }
   }
   OMNI_ASSIGN_OR_RETURN(std::string media_uri, ObjectUriInStore(config_.store, media_key));
-  OMNI_ASSIGN_OR_RETURN(std::string object_key, Encode(media_uri, request_id));
+  OMNI_ASSIGN_OR_RETURN(std::string object_key, Encode(media_uri, request_id, deadline));
   seconds_->WithLabels({"encode"}).Observe(SecondsSince(t1));
   if (object_key != key) {
-    return Internal(fmt::format("the vision encoder wrote {} where {} was expected (is its model name {}?)",
-                                object_key, key, config_.media.vision_encoder));
+    return Unavailable(fmt::format("the vision encoder wrote {} where {} was expected (is its model name {}?)",
+                                   object_key, key, config_.media.vision_encoder))
+        .WithErrorCode("encoder_failed");
   }
   parts_->WithLabels({"encoded"}).Inc();
   return ObjectUriInStore(config_.store, key);
 }
 
-StatusOr<std::string> MediaStage::Encode(const std::string& media_uri, const std::string& request_id) {
+StatusOr<std::string> MediaStage::Encode(const std::string& media_uri, const std::string& request_id,
+                                         Deadline deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
+  const std::chrono::milliseconds timeout = std::min(config_.media.encode_timeout, left);
+  if (timeout.count() <= 0) {
+    return DeadlineExceeded("the request's media stage ran past media.fetch_timeout_ms + media.encode_s")
+        .WithErrorCode("media_timeout");
+  }
   nlohmann::json body = {{"model", config_.media.vision_encoder}, {"media", {{"url", media_uri}}}};
   HttpClientRequest up{.method = HttpMethod::kPost, .url = config_.gateway + "/v1/encode", .body = body.dump(),
-                       .timeout = config_.media.encode_timeout};
+                       .timeout = timeout};
   up.headers.Set("content-type", "application/json");
   up.headers.Set("x-request-id", request_id);
   StatusOr<HttpClientResponse> r = upstream_.Request(up);
   if (!r.ok()) {
     if (r.status().code() == StatusCode::kDeadlineExceeded) {
-      return DeadlineExceeded(fmt::format("the vision encoder did not answer within media.encode_s ({} s)",
-                                          config_.media.encode_timeout.count() / 1000))
+      return DeadlineExceeded(fmt::format("the vision encoder did not answer within {} ms", timeout.count()))
           .WithErrorCode("encoder_timeout");
     }
     return Unavailable("the vision encoder could not be reached through the gateway: " + r.status().message())
         .WithErrorCode("encoder_unavailable");
   }
   nlohmann::json answer = nlohmann::json::parse(r->body, nullptr, false);
+  std::string why;
+  if (answer.is_object() && answer.contains("error") && answer["error"].is_object() &&
+      answer["error"].contains("message") && answer["error"]["message"].is_string()) {
+    why = answer["error"]["message"].get<std::string>();
+    // The encoder names the object it read, our store's; the client never
+    // saw that URI and needs no map of our store.
+    for (size_t at = why.find(media_uri); at != std::string::npos; at = why.find(media_uri, at)) {
+      why.replace(at, media_uri.size(), "the image");
+    }
+  }
   if (r->status != 200) {
-    std::string message = "the vision encoder answered HTTP " + std::to_string(r->status);
-    if (answer.is_object() && answer.contains("error") && answer["error"].contains("message") &&
-        answer["error"]["message"].is_string()) {
-      message = "the vision encoder refused the image: " + answer["error"]["message"].get<std::string>();
+    // Only the medium's own faults (undecodable, too many pixels, an
+    // unsupported format) are the client's; anything else is the encoder's
+    // or the deployment's, whatever its status.
+    if (r->status == 400 || r->status == 413 || r->status == 415 || r->status == 422) {
+      return Status(StatusCodeFromHttp(r->status), "the vision encoder refused the image: " + why);
     }
-    // The medium's own faults stay 4xx; the encoder's are a bad gateway.
-    if (r->status >= 400 && r->status < 500 && r->status != 404 && r->status != 429) {
-      return Status(StatusCodeFromHttp(r->status), message);
+    if (r->status == 429) {
+      return ResourceExhausted("the vision encoder is busy; retry later").WithErrorCode("encoder_busy");
     }
-    if (r->status == 429) return ResourceExhausted(message).WithErrorCode("encoder_busy");
-    return Unavailable(message).WithErrorCode("encoder_failed");
+    OMNI_LOG(kWarn, "orchestrator: the vision encoder answered HTTP {} for {}: {}", r->status, media_uri, why);
+    return Unavailable(fmt::format("the vision encoder failed (HTTP {})", r->status)).WithErrorCode("encoder_failed");
   }
   if (!answer.is_object() || !answer.contains("key") || !answer["key"].is_string()) {
     return Unavailable("the vision encoder's answer names no object").WithErrorCode("encoder_failed");

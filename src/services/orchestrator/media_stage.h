@@ -12,18 +12,27 @@
 //            and the vision encoder pool is asked, through the gateway, to
 //            encode that object (POST /v1/encode); it writes the embedding
 //            object under the key above
-// All parts of a request run at once. The result, per part, is the object's
-// URI in the store (s3://bucket/key or file:///dir/key), which replaces the
-// part's URL in the body sent to the LLM.
+// All parts of a request run at once, within one deadline (fetch_timeout +
+// encode_s from the request's start). Parts with the same bytes, in one
+// request or in concurrent ones, share one lookup and one encoder call (the
+// first runs it, the others wait for its answer). The result, per part, is
+// the object's URI in the store (s3://bucket/key or file:///dir/key), which
+// replaces the part's URL in the body sent to the LLM.
 //
 // Errors name the part ("messages[1].content[0]: ...") and keep the cause's
 // class: the medium's own problems (corrupt, too large, not an image, a
-// refused URL) are 4xx; an encoder or store that fails is 502/503/504.
+// refused or unanswering URL) are 4xx; a store or encoder that fails is a
+// 503 (store_unavailable, encoder_unavailable, encoder_failed) or 504.
 // Thread-safety: Resolve is thread-safe and blocks; call it off the io threads.
 #pragma once
 
+#include <atomic>
+#include <chrono>
+#include <future>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "api/openai/openai_types.h"
@@ -54,16 +63,29 @@ class MediaStage {
   // One object URI per media part of `request`, in order.
   StatusOr<std::vector<std::string>> Resolve(const openai::ChatRequest& request, const std::string& request_id);
 
+  // The drain deadline passed: parts not yet started fail at once with
+  // server_shutdown (those running finish within their timeouts).
+  void Stop() { stopping_.store(true); }
+
  private:
-  StatusOr<std::string> ResolvePart(const openai::MediaPart& part, const std::string& request_id);
-  StatusOr<std::string> Encode(const std::string& media_uri, const std::string& request_id);
+  using Deadline = std::chrono::steady_clock::time_point;
+  using Shared = std::shared_future<StatusOr<std::string>>;
+
+  StatusOr<std::string> ResolvePart(const openai::MediaPart& part, const std::string& request_id, Deadline deadline);
+  // HEAD, else store and encode: the embedding object's URI for `medium`.
+  StatusOr<std::string> LookUpOrEncode(const media::FetchedMedia& medium, const std::string& request_id,
+                                       Deadline deadline);
+  StatusOr<std::string> Encode(const std::string& media_uri, const std::string& request_id, Deadline deadline);
 
   const OrchestratorConfig& config_;
   Upstream& upstream_;
   ObjectStore* store_;
   std::unique_ptr<media::MediaFetcher> fetcher_;
-  CounterFamily* parts_;          // by result: cached, encoded, error
+  CounterFamily* parts_;          // by result: cached, encoded, shared, error
   HistogramFamily* seconds_;      // by stage: fetch, encode
+  std::atomic<bool> stopping_{false};
+  std::mutex inflight_mu_;
+  std::unordered_map<std::string, Shared> inflight_;  // by sha256: lookups running; guarded by inflight_mu_
   ThreadPool pool_;               // one task per part; declared last: joined first
 };
 

@@ -82,6 +82,11 @@ Status ReadMediaConfig(const ConfigNode& node, const std::string& path, MediaCon
                                  "must be in [1, 2^34]"));
   OMNI_RETURN_IF_ERROR(GetMillis(r, "fetch_timeout_ms", 1, 3'600'000, &m->fetch_timeout));
   OMNI_RETURN_IF_ERROR(GetMillis(r, "encode_s", 1000, 86'400, &m->encode_timeout));
+  OMNI_RETURN_IF_ERROR(r.GetInt("max_parts", &m->max_parts));
+  OMNI_RETURN_IF_ERROR(r.Require(m->max_parts >= 1 && m->max_parts <= 256, "max_parts", "must be in [1, 256]"));
+  OMNI_RETURN_IF_ERROR(r.GetInt("max_pending", &m->max_pending));
+  OMNI_RETURN_IF_ERROR(
+      r.Require(m->max_pending >= 1 && m->max_pending <= 100'000, "max_pending", "must be in [1, 100000]"));
   OMNI_RETURN_IF_ERROR(r.GetBool("fetch_allow_loopback", &m->fetch_allow_loopback));
   OMNI_RETURN_IF_ERROR(r.GetBool("fetch_allow_private", &m->fetch_allow_private));
   return r.Finish();

@@ -13,6 +13,8 @@
 //     max_bytes: 67108864              #   largest medium fetched or sent inline (413 beyond)
 //     fetch_timeout_ms: 30000          #   one http(s) fetch, redirects included
 //     encode_s: 120                    #   one encoder call
+//     max_parts: 16                    #   media parts in one request (400 beyond)
+//     max_pending: 64                  #   requests in their media stage at once (429 beyond)
 //     fetch_allow_loopback: false      #   http(s) media on loopback / private addresses (refused by default)
 //     fetch_allow_private: false
 //   health:
@@ -51,6 +53,8 @@ struct MediaConfig {
   int64_t max_bytes = 64ll << 20;
   std::chrono::milliseconds fetch_timeout{30'000};
   std::chrono::milliseconds encode_timeout{120'000};
+  int64_t max_parts = 16;
+  int64_t max_pending = 64;
   bool fetch_allow_loopback = false;
   bool fetch_allow_private = false;
 };

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
 #include "api/openai/openai_parse.h"
@@ -52,12 +53,14 @@ Status RefuseUnservedMedia(const openai::ChatRequest& request, const MediaStage&
 // on its syntax.
 StatusOr<std::string> WithMediaUris(const std::string& body, const openai::ChatRequest& request,
                                     const std::vector<std::string>& uris) {
-  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  // Ordered: the client's key order survives, so the LLM's prompt (and the
+  // gateway's prefix scoring) sees the request as it was written.
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(body, nullptr, false);
   if (j.is_discarded()) return Internal("the chat body no longer parses");
   for (size_t i = 0; i < request.media.size(); ++i) {
     const openai::MediaPart& part = request.media[i];
-    nlohmann::json& content = j["messages"][part.message_index]["content"][part.part_index];
-    nlohmann::json& media = content[part.part_type];
+    nlohmann::ordered_json& content = j["messages"][part.message_index]["content"][part.part_index];
+    nlohmann::ordered_json& media = content[part.part_type];
     if (media.is_object()) {
       media["url"] = uris[i];
     } else {
@@ -65,6 +68,11 @@ StatusOr<std::string> WithMediaUris(const std::string& body, const openai::ChatR
     }
   }
   return j.dump();
+}
+
+Status ShuttingDown() {
+  return Unavailable("the orchestrator is shutting down: the request was stopped at the drain deadline")
+      .WithErrorCode("server_shutdown");
 }
 
 std::string Seconds(std::chrono::milliseconds d) {
@@ -136,22 +144,52 @@ void OrchestratorService::Chat(HttpRequest request, std::shared_ptr<ResponseWrit
     Forward(request, std::move(body), std::move(writer));
     return;
   }
-  // Fetching and encoding block: off the io thread.
+  if (std::ssize(parsed->media) > config_.media.max_parts) {
+    outcomes_.rejected->Inc();
+    writer->Send(ErrorResponse(InvalidArgument(fmt::format("the request has {} media parts; at most {} are "
+                                                           "accepted (media.max_parts)",
+                                                           parsed->media.size(), config_.media.max_parts))
+                                   .WithParam("messages")
+                                   .WithErrorCode("too_many_media_parts")));
+    return;
+  }
+  // Fetching and encoding block: off the io thread, a bounded number at once.
+  if (media_pending_.fetch_add(1) >= config_.media.max_pending) {
+    media_pending_.fetch_sub(1);
+    outcomes_.rejected->Inc();
+    HttpResponse busy = ErrorResponse(
+        ResourceExhausted(fmt::format("{} requests with media are being prepared (media.max_pending); retry later",
+                                      config_.media.max_pending))
+            .WithErrorCode("orchestrator_busy"));
+    busy.headers.Set("retry-after", "1");
+    writer->Send(std::move(busy));
+    return;
+  }
   auto shared_request = std::make_shared<HttpRequest>(std::move(request));
   auto shared_parsed = std::make_shared<openai::ChatRequest>(std::move(parsed).value());
   const bool posted = media_requests_.Post([this, shared_request, shared_parsed, writer]() mutable {
     ResolveMediaAndForward(*shared_request, *shared_parsed, std::move(writer));
+    media_pending_.fetch_sub(1);
   });
-  if (!posted) writer->Send(ErrorResponse(Unavailable("the orchestrator is shutting down")));
+  if (!posted) {
+    media_pending_.fetch_sub(1);
+    writer->Send(ErrorResponse(ShuttingDown()));
+  }
 }
 
 void OrchestratorService::ResolveMediaAndForward(const HttpRequest& request, const openai::ChatRequest& parsed,
                                                  std::shared_ptr<ResponseWriter> writer) {
   const log::RequestLog log(request.request_id);
-  StatusOr<std::vector<std::string>> uris = media_.Resolve(parsed, request.request_id);
+  // Queued when the drain deadline passed: answered, not worked on.
+  StatusOr<std::vector<std::string>> uris =
+      stopping_.load() ? StatusOr<std::vector<std::string>>(ShuttingDown()) : media_.Resolve(parsed, request.request_id);
   StatusOr<std::string> body = uris.ok() ? WithMediaUris(request.body, parsed, *uris) : uris.status();
   if (!body.ok()) {
-    outcomes_.rejected->Inc();
+    const StatusCode code = body.status().code();
+    const bool client_fault = code == StatusCode::kInvalidArgument || code == StatusCode::kPayloadTooLarge ||
+                              code == StatusCode::kUnsupportedMedia || code == StatusCode::kPermissionDenied ||
+                              code == StatusCode::kNotFound;
+    (client_fault ? outcomes_.rejected : outcomes_.failed)->Inc();
     log.Info("orchestrator: media: {}", body.status().ToString());
     writer->Send(ErrorResponse(body.status()));
     return;
@@ -204,8 +242,7 @@ void OrchestratorService::Done(const std::shared_ptr<Call>& call, StatusOr<int> 
   const std::string& why = status.status().message();
   Status error;
   if (shutting_down) {
-    error = Unavailable("the orchestrator is shutting down: the request was stopped at the drain deadline")
-                .WithErrorCode("server_shutdown");
+    error = ShuttingDown();
   } else if (status.status().code() == StatusCode::kDeadlineExceeded) {
     error = DeadlineExceeded("the LLM stage did not finish within timeouts.llm_s (" + Seconds(config_.timeouts.llm) +
                              " s): " + why)
@@ -227,6 +264,8 @@ void OrchestratorService::Done(const std::shared_ptr<Call>& call, StatusOr<int> 
 }
 
 void OrchestratorService::StopForShutdown() {
+  stopping_.store(true);
+  media_.Stop();
   // Each ends through Done, with Cancelled.
   const size_t stopped = live_.ShutdownAll();
   OMNI_LOG(kInfo, "orchestrator: drain deadline: stopping {} chat requests", stopped);

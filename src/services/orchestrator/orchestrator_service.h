@@ -24,7 +24,9 @@
 // probe thread).
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -100,7 +102,9 @@ class OrchestratorService {
   HttpResponse Health() const;
 
   // The drain deadline passed: ends every chat still running (its stream
-  // with an error event, code server_shutdown), and any that arrives later.
+  // with an error event, code server_shutdown), and any that arrives later;
+  // requests still waiting for their media stage are answered 503
+  // server_shutdown without being worked on.
   void StopForShutdown();
 
   const OrchestratorConfig& config() const { return config_; }
@@ -146,6 +150,8 @@ class OrchestratorService {
   std::vector<Probe> probes_;  // guarded by probes_mu_
 
   UpstreamCalls live_;  // chat requests not yet ended, for the drain-deadline hook
+  std::atomic<bool> stopping_{false};  // the drain deadline passed
+  std::atomic<int64_t> media_pending_{0};  // requests queued for or in the media stage
   MediaStage media_;
   ThreadPool media_requests_;  // requests in their media stage; declared last: joined first
 };
