@@ -8,6 +8,7 @@
 
 #include "core/base64.h"
 #include "modelfile/tensor_object.h"
+#include "storage/content_hash.h"
 #include "storage/open_store.h"
 
 namespace omni::encoder {
@@ -211,7 +212,13 @@ StatusOr<EncodeResult> EncoderService::Encode(const EncodeRequest& request) cons
   for (const auto& [k, v] : meta) object.metadata.emplace_back(k, v);
   object.metadata.emplace_back("model", options_.model_id);
   OMNI_ASSIGN_OR_RETURN(std::string bytes, SerializeEmbeddingObject(object));
-  OMNI_RETURN_IF_ERROR(options_.store->Put(key, bytes, {.content_type = "application/octet-stream", .metadata = meta}));
+  // The store metadata also names the object's own sha256: the LLM keys its
+  // prefix cache by it, and the gateway reads it with a HEAD to score
+  // requests with this medium without fetching the object.
+  ObjectMetadata store_meta = meta;
+  store_meta.emplace_back("object-sha256", Sha256Hex(bytes));
+  OMNI_RETURN_IF_ERROR(
+      options_.store->Put(key, bytes, {.content_type = "application/octet-stream", .metadata = store_meta}));
   r.times.store_ms = MsSince(t3);
   stage_seconds_->WithLabels({"store"}).Observe(r.times.store_ms / 1e3);
   encoded_->Inc();
