@@ -19,6 +19,8 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <vector>
 
@@ -29,6 +31,7 @@
 #include "models/qwen25_vit/image_processor.h"
 #include "modelfile/checkpoint.h"
 #include "ops/conv.h"
+#include "ops/shape_ops.h"
 #include "ops/linear.h"
 
 namespace omni {
@@ -198,6 +201,84 @@ void BM_TaTok(benchmark::State& state) {
   state.counters["encode_both_branches_ms"] = seconds / runs * 1e3;
 }
 BENCHMARK(BM_TaTok)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+// Both branches on `batch` distinct 392x392 images in one EncodeBatch, as the
+// encoder server's batcher runs them: images/s, and the ratio to one image
+// per forward measured in the same process.
+void BM_EncodeBatch(benchmark::State& state) {
+  const int batch = static_cast<int>(state.range(0));
+  const models::OmniVisionEncoder& encoder = BenchEncoder();
+  std::vector<media::Image> images;
+  for (int i = 0; i < batch; ++i) images.push_back(TestImage(392, 392));
+  std::vector<const media::Image*> pointers;
+  for (const media::Image& image : images) pointers.push_back(&image);
+  (void)encoder.EncodeBatch(pointers);  // warm the primitive caches for these shapes
+  (void)encoder.Encode(images.front());
+  double batched = 0, alone = 0;
+  for (auto _ : state) {
+    auto a = Clock::now();
+    auto e = encoder.EncodeBatch(pointers);
+    batched += Seconds(a, Clock::now());
+    OMNI_CHECK(e.ok());
+    a = Clock::now();
+    for (const media::Image& image : images) {
+      auto one = encoder.Encode(image);
+      OMNI_CHECK(one.ok());
+    }
+    alone += Seconds(a, Clock::now());
+  }
+  state.counters["batched_images_per_s"] = batch * state.iterations() / batched;
+  state.counters["alone_images_per_s"] = batch * state.iterations() / alone;
+  state.counters["batched_vs_alone"] = alone / batched;
+}
+BENCHMARK(BM_EncodeBatch)->Arg(1)->Arg(4)->Arg(8)->ArgName("batch")->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// The batch's cost by branch: the ViT on `batch` grids in one Forward, and
+// TA-Tok on `batch` images in one EncodeBatch, each against one at a time.
+void BM_BranchBatch(benchmark::State& state) {
+  const int batch = static_cast<int>(state.range(0));
+  const models::OmniVisionEncoder& encoder = BenchEncoder();
+  auto patches = models::PreprocessImage(TestImage(392, 392), encoder.processor_config());
+  OMNI_CHECK(patches.ok());
+  auto ckpt = Checkpoint::Open(BenchModelDir());
+  OMNI_CHECK(ckpt.ok());
+  auto vit = models::Qwen25Vit::Load(*ckpt, models::ParseQwen25VitConfig(
+                                                 R"({"depth":4,"fullatt_block_indexes":[3]})", "bench")
+                                                 .value());
+  std::ifstream config_file(BenchModelDir() + "/config.json");
+  const std::string config((std::istreambuf_iterator<char>(config_file)), std::istreambuf_iterator<char>());
+  auto tatok = models::TaTok::Load(*ckpt, models::ParseTaTokConfig(config, "bench").value());
+  OMNI_CHECK(vit.ok() && tatok.ok());
+  const models::PatchGrid grid{.t = 1, .h = patches->grid_h, .w = patches->grid_w};
+  std::vector<models::PatchGrid> grids(batch, grid);
+  std::vector<Tensor> pixels(batch, patches->pixel_values);
+  const Tensor all = ops::Concat(pixels, 0);
+  models::TaTokImageProcessorConfig tc;
+  tc.size = (*tatok)->config().image_size;
+  std::vector<Tensor> tatok_images(batch, models::PreprocessTaTokImage(TestImage(392, 392), tc));
+  (void)(*vit)->Forward(all, grids);
+  (void)(*tatok)->EncodeBatch(tatok_images);
+  double vit_batched = 0, vit_alone = 0, tatok_batched = 0, tatok_alone = 0;
+  for (auto _ : state) {
+    auto a = Clock::now();
+    (void)(*vit)->Forward(all, grids);
+    vit_batched += Seconds(a, Clock::now());
+    a = Clock::now();
+    for (int i = 0; i < batch; ++i) (void)(*vit)->Forward(patches->pixel_values, {&grid, 1});
+    vit_alone += Seconds(a, Clock::now());
+    a = Clock::now();
+    (void)(*tatok)->EncodeBatch(tatok_images);
+    tatok_batched += Seconds(a, Clock::now());
+    a = Clock::now();
+    for (int i = 0; i < batch; ++i) (void)(*tatok)->Encode(tatok_images[i]);
+    tatok_alone += Seconds(a, Clock::now());
+  }
+  state.counters["vit_batched_vs_alone"] = vit_alone / vit_batched;
+  state.counters["tatok_batched_vs_alone"] = tatok_alone / tatok_batched;
+  state.counters["vit_batched_ms"] = vit_batched * 1e3 / state.iterations();
+  state.counters["tatok_batched_ms"] = tatok_batched * 1e3 / state.iterations();
+}
+BENCHMARK(BM_BranchBatch)->Arg(4)->ArgName("batch")->Unit(benchmark::kMillisecond)->Iterations(1);
 
 }  // namespace
 }  // namespace omni

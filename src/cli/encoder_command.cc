@@ -12,6 +12,7 @@
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "ops/threading.h"
+#include "services/encoder/encode_batcher.h"
 #include "services/encoder/encoder_http.h"
 #include "services/encoder/encoder_service.h"
 #include "storage/fetch_policy.h"
@@ -33,7 +34,12 @@ CLI::App* AddEncoderCommand(CLI::App& app, EncoderFlags* f) {
   sub->add_option("--port", f->port, "listen port (0: the OS picks)")->capture_default_str()->check(CLI::Range(0, 65535));
   sub->add_option("--served-model-name", f->served_model_name,
                   "model name in the API and in the object keys (default: the folder's name)");
-  sub->add_option("--workers", f->workers, "requests encoded at once (each uses every compute thread)")
+  sub->add_option("--workers", f->workers,
+                  "requests handled at once (fetch, decode, store); their model forwards run one at a time")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  sub->add_option("--max-batch", f->max_batch,
+                  "images that waited for the model go through it together, up to this many (1: no batching)")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
   sub->add_option("--max-queue", f->max_queue, "requests waiting beyond those; more get 429 with Retry-After")
@@ -110,10 +116,13 @@ int RunEncoderCommand(const EncoderFlags& f) {
   MetricsRegistry registry;
   AddProcessInfoMetrics(registry);
   const models::OmniVisionEncoder& encoder = **model;
+  encoder::EncodeBatcher batcher(
+      [&encoder](std::span<const media::Image* const> images) { return encoder.EncodeBatch(images); }, f.max_batch,
+      &registry);
   encoder::EncoderService service(
       {.model_id = served, .store = store.get(), .store_uri = f.store, .fetcher = &fetcher,
        .decode = {.max_pixels = f.max_pixels}, .url_ttl = std::chrono::seconds(f.url_ttl_s), .metrics = &registry},
-      [&encoder](const media::Image& image) { return encoder.Encode(image); });
+      [&batcher](const media::Image& image) { return batcher.Encode(image); });
   encoder::EncoderHttpAdapter adapter(service, registry, {.workers = f.workers, .max_queue = f.max_queue});
   HttpServerOptions http;
   http.host = f.host;
@@ -128,8 +137,10 @@ int RunEncoderCommand(const EncoderFlags& f) {
     OMNI_LOG(kError, "encoder: cannot serve {}:{}: {}", f.host, f.port, s.ToString());
     return 1;
   }
-  OMNI_LOG(kInfo, "encoder: listening on http://{}:{}; vision model {} (rows {} wide, {} ids per image), store {}",
-           f.host, server.port(), served, encoder.output_width(), encoder.num_ids(), f.store);
+  OMNI_LOG(kInfo,
+           "encoder: listening on http://{}:{}; vision model {} (rows {} wide, {} ids per image), store {}, {} workers, "
+           "batches of up to {}",
+           f.host, server.port(), served, encoder.output_width(), encoder.num_ids(), f.store, f.workers, f.max_batch);
   server.RunUntilSignal();
   adapter.WaitIdle();
   OMNI_LOG(kInfo, "encoder: stopped");

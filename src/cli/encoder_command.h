@@ -20,7 +20,8 @@ struct EncoderFlags {
   std::string host = "127.0.0.1";
   int port = 8100;
   std::string served_model_name;
-  int workers = 1;
+  int workers = 4;
+  int max_batch = 1;
   int max_queue = 16;
   int threads = 0;  // compute threads; 0: OMP_NUM_THREADS, else every core
   int64_t max_media_bytes = 64ll << 20;

@@ -6,6 +6,8 @@
 
 #include <fmt/core.h>
 
+#include "ops/shape_ops.h"
+
 namespace omni::models {
 namespace {
 
@@ -51,6 +53,40 @@ StatusOr<VisionEncoding> OmniVisionEncoder::Encode(const media::Image& image,
   out.resized_width = patches.resized_width;
   OMNI_ASSIGN_OR_RETURN(out.rows, vit_->Forward(patches.pixel_values, {&out.grid, 1}, on_activation));
   OMNI_ASSIGN_OR_RETURN(out.ids, tatok_->Encode(PreprocessTaTokImage(image, tatok_processor_), on_activation));
+  return out;
+}
+
+StatusOr<std::vector<VisionEncoding>> OmniVisionEncoder::EncodeBatch(
+    std::span<const media::Image* const> images) const {
+  if (images.empty()) return std::vector<VisionEncoding>{};
+  if (images.size() == 1) {
+    OMNI_ASSIGN_OR_RETURN(VisionEncoding one, Encode(*images.front()));
+    std::vector<VisionEncoding> out;
+    out.push_back(std::move(one));
+    return out;
+  }
+  std::vector<VisionEncoding> out(images.size());
+  std::vector<Tensor> pixels, tatok_images;
+  std::vector<PatchGrid> grids;
+  for (size_t i = 0; i < images.size(); ++i) {
+    OMNI_ASSIGN_OR_RETURN(VisionPatches patches, PreprocessImage(*images[i], processor_));
+    out[i].grid = {.t = patches.grid_t, .h = patches.grid_h, .w = patches.grid_w};
+    out[i].resized_height = patches.resized_height;
+    out[i].resized_width = patches.resized_width;
+    grids.push_back(out[i].grid);
+    pixels.push_back(std::move(patches.pixel_values));
+    tatok_images.push_back(PreprocessTaTokImage(*images[i], tatok_processor_));
+  }
+  OMNI_ASSIGN_OR_RETURN(Tensor rows, vit_->Forward(ops::Concat(pixels, 0), grids));
+  const int64_t unit = processor_.merge_size * processor_.merge_size;
+  int64_t row = 0;
+  for (VisionEncoding& e : out) {
+    const int64_t n = e.grid.t * e.grid.h * e.grid.w / unit;
+    e.rows = rows.Slice(0, row, row + n).Copy();
+    row += n;
+  }
+  OMNI_ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> ids, tatok_->EncodeBatch(tatok_images));
+  for (size_t i = 0; i < out.size(); ++i) out[i].ids = std::move(ids[i]);
   return out;
 }
 

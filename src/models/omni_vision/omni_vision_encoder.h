@@ -5,6 +5,8 @@
 //   OMNI_ASSIGN_OR_RETURN(VisionEncoding e, (*encoder)->Encode(image));
 //   // e.rows [N, llm_width] f32: the continuous rows (<|IMAGE_PAD|>)
 //   // e.ids  [729]: TA-Tok ids (<|DISCRETE_IMAGE_PAD|>)
+//   // EncodeBatch: several images, one forward per branch (the encoder
+//   // server's batching)
 //
 // The folder: config.json (Qwen2.5-VL "vision_config" keys, and
 // "discrete_vision_config" for TA-Tok, whose defaults are the released
@@ -17,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -44,6 +47,10 @@ class OmniVisionEncoder {
   ~OmniVisionEncoder();
 
   StatusOr<VisionEncoding> Encode(const media::Image& image, const ActivationCallback* on_activation = nullptr) const;
+  // Several images in one forward of each branch (their patches one after
+  // another, each attending to its own): per image, what Encode gives, up
+  // to the GEMMs' summation order (the ids are the same).
+  StatusOr<std::vector<VisionEncoding>> EncodeBatch(std::span<const media::Image* const> images) const;
 
   int64_t output_width() const { return vit_->output_width(); }
   int64_t num_ids() const { return tatok_->num_tokens(); }

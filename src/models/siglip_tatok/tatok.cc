@@ -1,5 +1,6 @@
 #include "models/siglip_tatok/tatok.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -11,7 +12,9 @@
 #include "models/layers/norm.h"
 #include "models/layers/patch_embed.h"
 #include "models/layers/weights.h"
+#include "ops/attention.h"
 #include "ops/elementwise.h"
+#include "ops/shape_ops.h"
 
 namespace omni::models {
 namespace {
@@ -140,22 +143,44 @@ StatusOr<std::unique_ptr<TaTok>> TaTok::Load(const Checkpoint& ckpt, const TaTok
 }
 
 StatusOr<std::vector<int32_t>> TaTok::Encode(const Tensor& image, const ActivationCallback* on_activation) const {
+  OMNI_ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> ids, EncodeBatch({&image, 1}, on_activation));
+  return std::move(ids.front());
+}
+
+StatusOr<std::vector<std::vector<int32_t>>> TaTok::EncodeBatch(std::span<const Tensor> images,
+                                                               const ActivationCallback* on_activation) const {
   const TaTokConfig& c = config_;
-  if (image.rank() != 3 || image.dim(0) != 3 || image.dim(1) != c.image_size || image.dim(2) != c.image_size ||
-      image.dtype() != DType::kF32) {
-    return InvalidArgument(fmt::format("TA-Tok takes a [3, {0}, {0}] f32 image, got {1}", c.image_size,
-                                       image.DebugString()));
+  if (images.empty()) return InvalidArgument("TA-Tok: no images");
+  for (const Tensor& image : images) {
+    if (image.rank() != 3 || image.dim(0) != 3 || image.dim(1) != c.image_size || image.dim(2) != c.image_size ||
+        image.dtype() != DType::kF32) {
+      return InvalidArgument(fmt::format("TA-Tok takes a [3, {0}, {0}] f32 image, got {1}", c.image_size,
+                                         image.DebugString()));
+    }
   }
   auto emit = [&](const std::string& name, const Tensor& t) {
     if (on_activation != nullptr) (*on_activation)(name, t);
   };
   const int64_t side = c.image_size / c.patch_size, covered = side * c.patch_size;
-  Tensor patches = layers::PatchEmbedding::Patchify(image.Slice(1, 0, covered).Slice(2, 0, covered), c.patch_size);
-  Tensor h = ops::Add(w_->patch_embed.Forward(patches), w_->positions);  // [tokens, hidden] f32
+  const int64_t per_image = side * side, count = std::ssize(images);
+  std::vector<Tensor> embedded;
+  for (const Tensor& image : images) {
+    Tensor patches = layers::PatchEmbedding::Patchify(image.Slice(1, 0, covered).Slice(2, 0, covered), c.patch_size);
+    embedded.push_back(ops::Add(w_->patch_embed.Forward(patches), w_->positions));  // [tokens, hidden] f32
+  }
+  Tensor h = count == 1 ? embedded.front() : ops::Concat(embedded, 0);
   emit("embeddings", h);
+  layers::DenseAttentionCall call;
+  std::vector<int32_t> segments;  // the mask's view of it
+  if (count > 1) {
+    std::vector<int32_t> cu(count + 1);
+    for (int64_t i = 0; i <= count; ++i) cu[i] = static_cast<int32_t>(i * per_image);
+    segments = ops::SegmentIdsFromCuSeqlens(cu);
+    call.mask.q_segments = segments;
+  }
   for (size_t i = 0; i < w_->layers.size(); ++i) {
     const Weights::Layer& l = w_->layers[i];
-    Tensor attn = l.attn.Forward(l.norm1.Forward(h));
+    Tensor attn = l.attn.Forward(l.norm1.Forward(h), call);
     Tensor mlp = l.mlp.Forward(l.norm2.AddResidualAndNorm(&h, attn));
     h = layers::ResidualAdd(h, mlp);
     emit("layers." + std::to_string(i), h);
@@ -177,7 +202,9 @@ StatusOr<std::vector<int32_t>> TaTok::Encode(const Tensor& image, const Activati
       ids[r0 + r] = static_cast<int32_t>(std::max_element(row, row + c.codebook_size) - row);
     }
   }
-  return ids;
+  std::vector<std::vector<int32_t>> out;
+  for (int64_t i = 0; i < count; ++i) out.emplace_back(ids.begin() + i * per_image, ids.begin() + (i + 1) * per_image);
+  return out;
 }
 
 }  // namespace omni::models

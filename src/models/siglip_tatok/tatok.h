@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,6 +65,11 @@ class TaTok {
   // image [3, image_size, image_size] f32 (PreprocessTaTokImage) -> ids in
   // [0, codebook_size), (image_size / patch_size)^2 of them, row-major.
   StatusOr<std::vector<int32_t>> Encode(const Tensor& image, const ActivationCallback* on_activation = nullptr) const;
+  // Several images in one forward: their tokens one after another, each
+  // image attending to its own only; per image, the ids Encode gives.
+  // Named activations are of the whole batch.
+  StatusOr<std::vector<std::vector<int32_t>>> EncodeBatch(std::span<const Tensor> images,
+                                                          const ActivationCallback* on_activation = nullptr) const;
 
   const TaTokConfig& config() const { return config_; }
   int64_t num_tokens() const;

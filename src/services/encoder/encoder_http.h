@@ -3,9 +3,10 @@
 // the server.
 //
 // No thread per request: a request is parsed on an io thread and queued for
-// a small worker set (each encode already uses every compute thread, so one
-// worker is the default); beyond `max_queue` waiting requests the answer is
-// 429 with Retry-After, at once.
+// a small worker set, which fetches, decodes and stores; the model forwards
+// themselves run one at a time through the EncodeBatcher (encode_batcher.h),
+// since each uses every compute thread. Beyond `max_queue` waiting requests
+// the answer is 429 with Retry-After, at once.
 // Thread-safety: thread-safe.
 #pragma once
 
@@ -22,7 +23,7 @@
 namespace omni::encoder {
 
 struct EncoderHttpOptions {
-  int workers = 1;     // requests encoded at once
+  int workers = 4;     // requests handled at once (their forwards are serialised by the batcher)
   int max_queue = 16;  // requests waiting beyond those; more get 429
 };
 
