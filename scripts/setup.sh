@@ -16,7 +16,7 @@ packages=(
   # loader, find_package(dnnl) fails on a fresh machine.
   libdnnl-dev ocl-icd-opencl-dev opencl-c-headers
   # core: JSON, YAML, logging, CLI, hashing, crypto
-  nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev libxxhash-dev libssl-dev
+  nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev libxxhash-dev libssl-dev ca-certificates
   # tokenizers: GPT-style pre-tokenizer regexes need Unicode classes and lookahead
   libpcre2-dev
   # KV-cache events in vLLM's wire format: ZeroMQ PUB. (msgpack is our own

@@ -60,6 +60,8 @@ CLI::App* AddEncoderCommand(CLI::App& app, EncoderFlags* f) {
   sub->add_flag("--fetch-allow-private", f->fetch_allow_private,
                 "let http:// media URLs reach private addresses (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7)");
   sub->add_option("--fetch-allow", f->fetch_allow, "let http:// media URLs reach this CIDR (repeatable)");
+  sub->add_option("--fetch-ca-file", f->fetch_ca_file,
+                  "https media URLs: CA certificates (PEM) servers are verified against (default: the system's)");
   sub->add_option("--fetch-timeout-ms", f->fetch_timeout_ms, "time limit of one media fetch, redirects included")
       ->capture_default_str()
       ->check(CLI::Range(1, 3'600'000));
@@ -106,7 +108,7 @@ int RunEncoderCommand(const EncoderFlags& f) {
   const std::string served = !f.served_model_name.empty()
                                  ? f.served_model_name
                                  : std::filesystem::path(f.model).lexically_normal().filename().string();
-  HttpClient http_client;
+  HttpClient http_client(HttpClientOptions{.ca_file = f.fetch_ca_file});
   media::MediaFetcher fetcher({.max_bytes = static_cast<size_t>(f.max_media_bytes),
                                .timeout = std::chrono::milliseconds(f.fetch_timeout_ms),
                                .policy = std::move(policy),

@@ -31,6 +31,7 @@ struct EncoderFlags {
   bool fetch_allow_private = false;
   std::vector<std::string> fetch_allow;
   int fetch_timeout_ms = 30'000;
+  std::string fetch_ca_file;
   int url_ttl_s = 3600;
   int64_t max_inflight_body_bytes = 256ll << 20;
   int drain_timeout_ms = 30'000;

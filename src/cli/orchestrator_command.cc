@@ -72,9 +72,13 @@ int RunOrchestratorCommand(const OrchestratorFlags& f) {
                                                     .max_idle_per_host = 1024,
                                                     .trust_idle_for = std::chrono::milliseconds(250)});
   HttpClient blocking_client(HttpClientOptions{.connect_timeout = config->timeouts.connect});
+  // Clients' media URLs, http and https (verified against media.fetch_ca_file
+  // or the system's CAs).
+  HttpClient media_client(
+      HttpClientOptions{.connect_timeout = config->timeouts.connect, .ca_file = config->media.fetch_ca_file});
   orchestrator::HttpUpstream upstream(proxy_client, blocking_client);
   orchestrator::OrchestratorService service(*config, upstream, store.get(), Clock::Real(), registry,
-                                            &blocking_client);
+                                            &media_client);
   orchestrator::OrchestratorHttpAdapter adapter(service);
   adapter.RegisterRoutes(server);
   if (Status s = server.Start(); !s.ok()) {

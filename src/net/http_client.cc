@@ -14,7 +14,10 @@
 #include <vector>
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/use_future.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+#include <openssl/ssl.h>
 
 #include "net/internal/asio.h"
 #include "net/internal/framing.h"
@@ -28,6 +31,7 @@ using namespace net_internal;  // NOLINT: aliases private to src/net
 namespace {
 
 using TcpStream = beast::tcp_stream;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 using Deadline = std::chrono::steady_clock::time_point;
 
 // How one attempt on one connection ended.
@@ -126,6 +130,7 @@ class AsyncCall final : public HttpCallHandle, public std::enable_shared_from_th
 class HttpClient::Impl {
  public:
   explicit Impl(HttpClientOptions options) : options_(std::move(options)), owned_ioc_(std::in_place, 1) {
+    MakeTlsContext();
     iocs_.push_back(&*owned_ioc_);
     pools_.push_back(std::make_unique<Pool>());
     work_.emplace(owned_ioc_->get_executor());
@@ -133,6 +138,7 @@ class HttpClient::Impl {
   }
   Impl(const std::vector<std::unique_ptr<asio::io_context>>& shared, HttpClientOptions options)
       : options_(std::move(options)) {
+    MakeTlsContext();
     for (const auto& ioc : shared) {
       iocs_.push_back(ioc.get());
       pools_.push_back(std::make_unique<Pool>());
@@ -211,12 +217,67 @@ class HttpClient::Impl {
     return next_ctx_.fetch_add(1, std::memory_order_relaxed) % iocs_.size();
   }
 
+  // The TLS client context, made once: TLS 1.2 or later, peers verified
+  // against options_.ca_file or the system's CAs. A CA file that does not
+  // load fails every https exchange with the reason.
+  void MakeTlsContext() {
+    tls_ = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_client);
+    tls_->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                      asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
+    tls_->set_verify_mode(asio::ssl::verify_peer);
+    boost::system::error_code ec;
+    if (options_.ca_file.empty()) {
+      tls_->set_default_verify_paths(ec);
+    } else {
+      tls_->load_verify_file(options_.ca_file, ec);
+    }
+    if (ec) {
+      tls_error_ = Unavailable("https: cannot load the CA certificates" +
+                               (options_.ca_file.empty() ? std::string() : " from " + options_.ca_file) + ": " +
+                               ec.message());
+    }
+  }
+
+  // One exchange over a new TLS connection (not pooled): TCP connect, the
+  // handshake with SNI and the peer's chain and name verified, the request.
+  asio::awaitable<AttemptResult> TlsExchange(const HttpClientRequest& request, const Url& url,
+                                             const HttpStreamCallbacks& callbacks, size_t body_limit,
+                                             Deadline deadline, AsyncCall* call) {
+    if (!tls_error_.ok()) co_return AttemptResult{tls_error_};
+    auto connected = co_await Connect(url, request.connect_address, deadline);
+    if (!connected.ok()) co_return AttemptResult{connected.status()};
+    TlsStream stream(std::move(*connected.value()), *tls_);
+    boost::system::error_code ec;
+    (void)asio::ip::make_address(url.host, ec);
+    const bool literal = !ec;
+    // SNI carries names only (RFC 6066), never an IP literal.
+    if (!literal && SSL_set_tlsext_host_name(stream.native_handle(), url.host.c_str()) != 1) {
+      co_return AttemptResult{Internal("https: cannot set the server name " + url.host)};
+    }
+    stream.set_verify_callback(asio::ssl::host_name_verification(url.host));
+    beast::get_lowest_layer(stream).expires_at(deadline);
+    if (call != nullptr) {
+      if (call->cancelled()) co_return AttemptResult{Cancelled("request cancelled")};
+      call->Attach(&beast::get_lowest_layer(stream));
+    }
+    auto [hec] = co_await stream.async_handshake(asio::ssl::stream_base::client, kNoThrow);
+    if (hec) {
+      if (call != nullptr) call->Attach(nullptr);
+      if (hec == beast::error::timeout) co_return AttemptResult{NetworkError(hec, "TLS handshake with", url)};
+      co_return AttemptResult{Unavailable("TLS handshake with " + url.HostPort() + " failed: " + hec.message())};
+    }
+    AttemptResult r = co_await Attempt(stream, request, url, callbacks, body_limit, deadline);
+    if (call != nullptr) call->Attach(nullptr);
+    co_return r;
+  }
+
   // Runs on io context `ctx` and pools its connections there. `pooled`: for
   // an asynchronous call, the idle connection RunAsync took; synchronous
   // calls take their own.
   asio::awaitable<AttemptResult> Exchange(size_t ctx, const HttpClientRequest& request, const Url& url,
                                           const HttpStreamCallbacks& callbacks, size_t body_limit, Deadline deadline,
                                           AsyncCall* call = nullptr, std::unique_ptr<TcpStream> pooled = nullptr) {
+    if (url.tls()) co_return co_await TlsExchange(request, url, callbacks, body_limit, deadline, call);
     std::string key = PoolKey(request, url);
     for (int attempt = 0;; ++attempt) {
       // A retry always takes a fresh connection.
@@ -307,12 +368,13 @@ class HttpClient::Impl {
     return head;
   }
 
-  asio::awaitable<AttemptResult> Attempt(TcpStream& stream, const HttpClientRequest& request, const Url& url,
+  template <class Stream>  // TcpStream or TlsStream
+  asio::awaitable<AttemptResult> Attempt(Stream& stream, const HttpClientRequest& request, const Url& url,
                                          const HttpStreamCallbacks& callbacks, size_t body_limit, Deadline deadline) {
     AttemptResult r;
     const std::string head = SerializeHead(request, url);
     const std::array<asio::const_buffer, 2> out{asio::buffer(head), asio::buffer(request.body)};
-    stream.expires_at(deadline);
+    beast::get_lowest_layer(stream).expires_at(deadline);
     auto [wec, wn] = co_await asio::async_write(stream, out, kNoThrow);
     if (wec) {
       r.status = NetworkError(wec, "send to", url);
@@ -435,6 +497,8 @@ class HttpClient::Impl {
   };
 
   const HttpClientOptions options_;
+  std::unique_ptr<asio::ssl::context> tls_;  // shared by every https exchange (thread-safe for that)
+  Status tls_error_;                          // why tls_ cannot verify peers; ok when it can
   std::optional<asio::io_context> owned_ioc_;  // empty when on a server's io threads
   std::vector<asio::io_context*> iocs_;        // owned_ioc_, or the server's
   std::vector<std::unique_ptr<Pool>> pools_;   // one per io context

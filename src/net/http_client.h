@@ -34,11 +34,15 @@ struct HttpClientOptions {
   std::chrono::milliseconds trust_idle_for{0};
   size_t max_response_bytes = 256u << 20;  // Request() only; Stream() has no limit
   std::string user_agent = "omniserve";
+  // https: the CA certificates (PEM) servers are verified against; empty:
+  // the system's (Debian's ca-certificates). Every server's certificate
+  // chain and name (or IP address) is checked; there is no way to skip it.
+  std::string ca_file;
 };
 
 struct HttpClientRequest {
   HttpMethod method = HttpMethod::kGet;
-  std::string url;  // "http://host:port/path?query"
+  std::string url;  // "http(s)://host:port/path?query"
   HttpHeaders headers;
   std::string body;
   // Total time for connecting, sending and receiving the whole response.
@@ -72,9 +76,11 @@ class HttpCallHandle {
   virtual void Cancel() = 0;
 };
 
-// Thread-safe. Errors: Unavailable (refused, reset, DNS), DeadlineExceeded
-// (connect or total timeout), InvalidArgument (bad URL), Internal (bad
-// response), Cancelled (a callback returned false). A response with any
+// Thread-safe. Errors: Unavailable (refused, reset, DNS, a TLS handshake or
+// certificate that fails), DeadlineExceeded (connect or total timeout),
+// InvalidArgument (bad URL), Internal (bad response), Cancelled (a callback
+// returned false). https connections (TLS 1.2 or later, SNI, the peer's
+// chain and host name verified) are not pooled: each exchange opens its own. A response with any
 // HTTP status is a success at this level; the caller decides what 4xx means.
 class HttpServer;
 

@@ -16,8 +16,7 @@ StatusOr<Url> ParseUrl(std::string_view url) {
   if (scheme_end == std::string_view::npos) return InvalidArgument("url has no scheme: " + std::string(url));
   out.scheme = std::string(url.substr(0, scheme_end));
   for (char& c : out.scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (out.scheme == "https") return Unimplemented("https is not supported yet: " + std::string(url));
-  if (out.scheme != "http") return InvalidArgument("unsupported url scheme: " + out.scheme);
+  if (out.scheme != "http" && out.scheme != "https") return InvalidArgument("unsupported url scheme: " + out.scheme);
 
   std::string_view rest = url.substr(scheme_end + 3);
   size_t authority_end = rest.find_first_of("/?#");
@@ -42,7 +41,7 @@ StatusOr<Url> ParseUrl(std::string_view url) {
   }
   if (out.host.empty()) return InvalidArgument("url has no host: " + std::string(url));
 
-  out.port = 80;
+  out.port = out.tls() ? 443 : 80;
   if (!port_text.empty()) {
     unsigned value = 0;
     auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), value);

@@ -34,7 +34,12 @@ TEST(UrlTest, Ipv6Literal) {
 }
 
 TEST(UrlTest, Rejects) {
-  EXPECT_EQ(ParseUrl("https://x/").status().code(), StatusCode::kUnimplemented);
+  auto https = ParseUrl("https://x/a");
+  ASSERT_TRUE(https.ok());
+  EXPECT_TRUE(https->tls());
+  EXPECT_EQ(https->port, 443);
+  EXPECT_EQ(ParseUrl("https://x:8443/").value().port, 8443);
+  EXPECT_FALSE(ParseUrl("http://x/").value().tls());
   EXPECT_EQ(ParseUrl("ftp://x/").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseUrl("no-scheme").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseUrl("http://:80/").status().code(), StatusCode::kInvalidArgument);

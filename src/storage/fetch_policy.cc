@@ -270,13 +270,7 @@ StatusOr<FetchTarget> CheckFetchTarget(std::string_view url, const FetchPolicy& 
   };
   if (HasUnsafeByte(url)) return refuse("the URL contains spaces, control or non-ASCII bytes");
   StatusOr<Url> parsed = ParseUrl(url);
-  if (!parsed.ok()) {
-    if (parsed.status().code() == StatusCode::kUnimplemented) {
-      return Unimplemented(fmt::format("cannot fetch {}: https is not supported yet (the HTTP client has no TLS)",
-                                       UrlForDisplay(url)));
-    }
-    return refuse("only http:// URLs with a host are fetched");
-  }
+  if (!parsed.ok()) return refuse("only http:// and https:// URLs with a host are fetched");
   FetchTarget target{.url = *std::move(parsed)};
   if (std::optional<IpAddress> literal = IpAddress::Parse(target.url.host)) {
     if (std::optional<std::string> why = RefusalReason(*literal, policy)) return refuse(*why);

@@ -17,6 +17,7 @@
 
 #include "api/openai/openai_parse.h"
 #include "core/base64.h"
+#include "net/testing/tls_test_server.h"
 #include "services/orchestrator/orchestrator_service.h"
 #include "storage/fs_store.h"
 #include "storage/fs_io.h"
@@ -224,6 +225,29 @@ TEST_F(MediaStageTest, TheEncodersMessageNeverNamesTheObjectItRead) {
   EXPECT_EQ(r.status().message().find(object), std::string::npos) << r.status().message();
   EXPECT_NE(r.status().message().find("cannot decode the image: bad data"), std::string::npos)
       << r.status().message();
+}
+
+TEST_F(MediaStageTest, AnHttpsUrlIsFetchedOverTlsWithTheServersCertificateVerified) {
+  testing::TlsFixture tls;
+  testing::TlsTestServer server(tls.server_cert.get(), tls.server_key.get());
+  const std::string url = "https://127.0.0.1:" + std::to_string(server.port()) + "/cat.png";
+  config_.media.fetch_allow_loopback = true;
+  HttpClient verified({.ca_file = tls.WriteCaFile(dir_.string())});
+  MetricsRegistry metrics, other_metrics;
+  MediaStage stage(config_, encoder_, store_.get(), &verified, metrics);
+  // The server answers text: fetched, sniffed, refused as no image.
+  auto fetched = stage.Resolve(WithParts({url}), "req-1");
+  ASSERT_FALSE(fetched.ok());
+  EXPECT_EQ(fetched.status().code(), StatusCode::kUnsupportedMedia) << fetched.status().ToString();
+  EXPECT_NE(fetched.status().message().find("not an image"), std::string::npos) << fetched.status().message();
+  // A client that does not trust the server's CA gets no bytes: the URL
+  // does not answer as it should, the client's fault.
+  HttpClient system_cas;
+  MediaStage untrusting(config_, encoder_, store_.get(), &system_cas, other_metrics);
+  auto refused = untrusting.Resolve(WithParts({url}), "req-2");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().error_code(), "invalid_image_url") << refused.status().ToString();
+  EXPECT_EQ(encoder_.calls, 0);
 }
 
 TEST_F(MediaStageTest, AStoreThatFailsIsA503StoreUnavailable) {

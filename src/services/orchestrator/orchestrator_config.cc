@@ -89,6 +89,7 @@ Status ReadMediaConfig(const ConfigNode& node, const std::string& path, MediaCon
       r.Require(m->max_pending >= 1 && m->max_pending <= 100'000, "max_pending", "must be in [1, 100000]"));
   OMNI_RETURN_IF_ERROR(r.GetBool("fetch_allow_loopback", &m->fetch_allow_loopback));
   OMNI_RETURN_IF_ERROR(r.GetBool("fetch_allow_private", &m->fetch_allow_private));
+  OMNI_RETURN_IF_ERROR(r.GetString("fetch_ca_file", &m->fetch_ca_file));
   return r.Finish();
 }
 

@@ -17,6 +17,7 @@
 //     max_pending: 64                  #   requests in their media stage at once (429 beyond)
 //     fetch_allow_loopback: false      #   http(s) media on loopback / private addresses (refused by default)
 //     fetch_allow_private: false
+//     fetch_ca_file: ""                #   https media: CA certificates (PEM); empty: the system's
 //   health:
 //     interval_ms: 1000                # how often the components are probed
 //     components:                      # reported by /health beside the gateway (and the store)
@@ -57,6 +58,7 @@ struct MediaConfig {
   int64_t max_pending = 64;
   bool fetch_allow_loopback = false;
   bool fetch_allow_private = false;
+  std::string fetch_ca_file;  // https media: the CAs servers are verified against; empty: the system's
 };
 
 struct OrchestratorConfig {

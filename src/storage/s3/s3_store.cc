@@ -163,9 +163,6 @@ std::chrono::milliseconds S3BackoffDelay(const S3RetryPolicy& policy, int retry,
 StatusOr<std::unique_ptr<S3Store>> S3Store::Open(std::string_view uri, S3Credentials creds, S3StoreOptions opts,
                                                  const Clock& clock) {
   OMNI_ASSIGN_OR_RETURN(S3Location loc, ParseS3Uri(uri));
-  if (loc.endpoint.rfind("https://", 0) == 0) {
-    return Unimplemented("S3 endpoint " + loc.endpoint + ": https needs TLS in the HTTP client; pass endpoint=http://...");
-  }
   OMNI_ASSIGN_OR_RETURN(Url ep, ParseUrl(loc.endpoint));
   if (ep.target != "/") return InvalidArgument("S3 endpoint must not have a path: " + loc.endpoint).WithParam("uri");
   if (creds.access_key_id.empty() || creds.secret_access_key.empty()) {
@@ -206,7 +203,8 @@ S3Store::Target S3Store::TargetFor(std::string_view object_path, bool for_presig
     // carry the virtual host itself.
     t.host = loc_.bucket + "." + hostport;
     t.path = "/" + std::string(object_path);
-    t.url = (for_presign ? "http://" + t.host : loc_.endpoint) + UriEncodePath(t.path);
+    const std::string scheme = loc_.endpoint.substr(0, loc_.endpoint.find("://") + 3);
+    t.url = (for_presign ? scheme + t.host : loc_.endpoint) + UriEncodePath(t.path);
   }
   return t;
 }
