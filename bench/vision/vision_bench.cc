@@ -148,32 +148,48 @@ double VitFlops(const models::Qwen25VitConfig& c, const models::PatchGrid& g, in
   return flops;
 }
 
+// The bench preset's branches on their own: the ViT (4 blocks, full
+// attention in the last) and TA-Tok as its config.json describes it.
+std::unique_ptr<models::Qwen25Vit> BenchVit() {
+  auto ckpt = Checkpoint::Open(BenchModelDir());
+  OMNI_CHECK(ckpt.ok());
+  auto vit = models::Qwen25Vit::Load(
+      *ckpt, models::ParseQwen25VitConfig(R"({"depth":4,"fullatt_block_indexes":[3]})", "bench").value());
+  OMNI_CHECK(vit.ok()) << vit.status().ToString();
+  return std::move(vit).value();
+}
+
+std::unique_ptr<models::TaTok> BenchTaTok() {
+  auto ckpt = Checkpoint::Open(BenchModelDir());
+  OMNI_CHECK(ckpt.ok());
+  std::ifstream config_file(BenchModelDir() + "/config.json");
+  const std::string config((std::istreambuf_iterator<char>(config_file)), std::istreambuf_iterator<char>());
+  auto tatok = models::TaTok::Load(*ckpt, models::ParseTaTokConfig(config, "bench").value());
+  OMNI_CHECK(tatok.ok()) << tatok.status().ToString();
+  return std::move(tatok).value();
+}
+
 void BM_VitForward(benchmark::State& state) {
   const int side = static_cast<int>(state.range(0));
   const models::OmniVisionEncoder& encoder = BenchEncoder();
   models::Qwen2VlImageProcessorConfig pc = encoder.processor_config();
   auto patches = models::PreprocessImage(TestImage(side, side), pc);
   OMNI_CHECK(patches.ok());
-  auto ckpt = Checkpoint::Open(BenchModelDir());
-  OMNI_CHECK(ckpt.ok());
-  auto vit = models::Qwen25Vit::Load(*ckpt, models::ParseQwen25VitConfig(
-                                                 R"({"depth":4,"fullatt_block_indexes":[3]})", "bench")
-                                                 .value());
-  OMNI_CHECK(vit.ok()) << vit.status().ToString();
+  std::unique_ptr<models::Qwen25Vit> vit = BenchVit();
   const models::PatchGrid grid{.t = 1, .h = patches->grid_h, .w = patches->grid_w};
-  (void)(*vit)->Forward(patches->pixel_values, {&grid, 1});  // warm the primitive caches
+  (void)vit->Forward(patches->pixel_values, {&grid, 1});  // warm the primitive caches
   const double gemm_gflops = GemmGflops();
   double seconds = 0;
   int64_t runs = 0;
   for (auto _ : state) {
     auto a = Clock::now();
-    auto rows = (*vit)->Forward(patches->pixel_values, {&grid, 1});
+    auto rows = vit->Forward(patches->pixel_values, {&grid, 1});
     seconds += Seconds(a, Clock::now());
     ++runs;
     benchmark::DoNotOptimize(rows->raw_data());
   }
   const double per_run = seconds / runs;
-  const double gflops = VitFlops((*vit)->config(), grid, (*vit)->output_width()) / per_run / 1e9;
+  const double gflops = VitFlops(vit->config(), grid, vit->output_width()) / per_run / 1e9;
   const PatchEmbedCost embed = MeasurePatchEmbed(grid.h * grid.w, 2);
   state.counters["patches"] = static_cast<double>(grid.h * grid.w);
   state.counters["forward_ms"] = per_run * 1e3;
@@ -240,37 +256,30 @@ void BM_BranchBatch(benchmark::State& state) {
   const models::OmniVisionEncoder& encoder = BenchEncoder();
   auto patches = models::PreprocessImage(TestImage(392, 392), encoder.processor_config());
   OMNI_CHECK(patches.ok());
-  auto ckpt = Checkpoint::Open(BenchModelDir());
-  OMNI_CHECK(ckpt.ok());
-  auto vit = models::Qwen25Vit::Load(*ckpt, models::ParseQwen25VitConfig(
-                                                 R"({"depth":4,"fullatt_block_indexes":[3]})", "bench")
-                                                 .value());
-  std::ifstream config_file(BenchModelDir() + "/config.json");
-  const std::string config((std::istreambuf_iterator<char>(config_file)), std::istreambuf_iterator<char>());
-  auto tatok = models::TaTok::Load(*ckpt, models::ParseTaTokConfig(config, "bench").value());
-  OMNI_CHECK(vit.ok() && tatok.ok());
+  std::unique_ptr<models::Qwen25Vit> vit = BenchVit();
+  std::unique_ptr<models::TaTok> tatok = BenchTaTok();
   const models::PatchGrid grid{.t = 1, .h = patches->grid_h, .w = patches->grid_w};
   std::vector<models::PatchGrid> grids(batch, grid);
   std::vector<Tensor> pixels(batch, patches->pixel_values);
   const Tensor all = ops::Concat(pixels, 0);
   models::TaTokImageProcessorConfig tc;
-  tc.size = (*tatok)->config().image_size;
+  tc.size = tatok->config().image_size;
   std::vector<Tensor> tatok_images(batch, models::PreprocessTaTokImage(TestImage(392, 392), tc));
-  (void)(*vit)->Forward(all, grids);
-  (void)(*tatok)->EncodeBatch(tatok_images);
+  (void)vit->Forward(all, grids);
+  (void)tatok->EncodeBatch(tatok_images);
   double vit_batched = 0, vit_alone = 0, tatok_batched = 0, tatok_alone = 0;
   for (auto _ : state) {
     auto a = Clock::now();
-    (void)(*vit)->Forward(all, grids);
+    (void)vit->Forward(all, grids);
     vit_batched += Seconds(a, Clock::now());
     a = Clock::now();
-    for (int i = 0; i < batch; ++i) (void)(*vit)->Forward(patches->pixel_values, {&grid, 1});
+    for (int i = 0; i < batch; ++i) (void)vit->Forward(patches->pixel_values, {&grid, 1});
     vit_alone += Seconds(a, Clock::now());
     a = Clock::now();
-    (void)(*tatok)->EncodeBatch(tatok_images);
+    (void)tatok->EncodeBatch(tatok_images);
     tatok_batched += Seconds(a, Clock::now());
     a = Clock::now();
-    for (int i = 0; i < batch; ++i) (void)(*tatok)->Encode(tatok_images[i]);
+    for (int i = 0; i < batch; ++i) (void)tatok->Encode(tatok_images[i]);
     tatok_alone += Seconds(a, Clock::now());
   }
   state.counters["vit_batched_vs_alone"] = vit_alone / vit_batched;
