@@ -10,6 +10,8 @@
 #include "services/gateway/gateway_http.h"
 #include "services/gateway/gateway_service.h"
 #include "services/gateway/kv_event_subscriber.h"
+#include "storage/open_store.h"
+#include "storage/s3/s3_store.h"
 
 namespace omni::cli {
 
@@ -63,6 +65,21 @@ int RunGatewayCommand(const GatewayFlags& f) {
   options.unhealthy_after = f.unhealthy_after;
   options.max_attempts = f.max_attempts;
   options.seed = static_cast<uint64_t>(f.seed);
+  // The store media parts' objects are HEADed in, to score prompts past
+  // them: one attempt within storeTimeoutMs, since routing must not wait on
+  // a hint (a failed HEAD only ends the scored prefix).
+  std::unique_ptr<ObjectStore> store;
+  if (!config->store.empty()) {
+    S3StoreOptions s3{.request_timeout = std::chrono::milliseconds(config->store_timeout_ms)};
+    s3.retry.max_attempts = 1;
+    auto opened = OpenObjectStore(config->store, S3CredentialsFromEnv(), s3);
+    if (!opened.ok()) {
+      OMNI_LOG(kError, "gateway: {}: store: {}", f.config, opened.status().message());
+      return 2;
+    }
+    store = std::move(opened).value();
+    options.store = store.get();
+  }
   auto created = gateway::GatewayService::Create(*config, options, Clock::Real());
   if (!created.ok()) {
     OMNI_LOG(kError, "gateway: {}: {}", f.config, created.status().message());

@@ -136,12 +136,14 @@ std::string YamlQuoted(std::string_view s) {
 // The gateway's config for the stack: one LLM pool over the replicas, picked
 // by llm-d's default weights (prefix 3, queue 2, KV utilization 2) after the
 // health and saturation filters (docs/GATEWAY.md); one vision encoder pool,
-// picked by the gateway's own count of requests in flight.
+// picked by the gateway's own count of requests in flight. The stack's store
+// lets a precise-prefix-cache-scorer (a hand-edited config) score media parts.
 std::string GatewayYaml(const std::string& host, const std::vector<uint16_t>& llm_ports, const std::string& model,
-                        uint16_t encoder_port, const std::string& encoder_model) {
+                        uint16_t encoder_port, const std::string& encoder_model, const std::string& store_uri) {
   std::string endpoints;
   for (uint16_t p : llm_ports) endpoints += (endpoints.empty() ? "\"" : ", \"") + HostPort(host, p) + "\"";
   return "# Written by `omniserve up` at every start.\n"
+         "store: " + YamlQuoted(store_uri) + "\n"
          "plugins:\n"
          "- {type: health-filter}\n"
          "- {type: saturation-filter}\n"
@@ -206,6 +208,9 @@ std::string OrchestratorYaml(const std::string& gateway_url, const std::string& 
                      ", max_bytes: " + std::to_string(media.max_bytes) +
                      ", fetch_timeout_ms: " + std::to_string(media.fetch_timeout.count()) +
                      ", encode_s: " + std::to_string(media.encode_timeout.count() / 1000) +
+                     ", max_parts: " + std::to_string(media.max_parts) +
+                     ", max_pending: " + std::to_string(media.max_pending) +
+                     (media.fetch_ca_file.empty() ? std::string() : ", fetch_ca_file: " + YamlQuoted(media.fetch_ca_file)) +
                      ", fetch_allow_loopback: " + (media.fetch_allow_loopback ? "true" : "false") +
                      ", fetch_allow_private: " + (media.fetch_allow_private ? "true" : "false") + "}\n"
                      "health:\n"
@@ -285,7 +290,7 @@ StatusOr<Stack> StackChildren(const UpOptions& options, uint16_t client_port, co
   if (ec) return Internal("cannot create " + run_dir + ": " + ec.message());
   const std::string gateway_config = run_dir + "/gateway.yaml";
   OMNI_RETURN_IF_ERROR(WriteFileAtomically(
-      gateway_config, GatewayYaml(options.host, llm_ports, plan.model_name, encoder_port, plan.encoder_name)));
+      gateway_config, GatewayYaml(options.host, llm_ports, plan.model_name, encoder_port, plan.encoder_name, plan.store)));
   const uint16_t gateway_port = ports[plan.replicas];
   children.push_back(role("gateway", {"gateway", "--config", gateway_config}, plan.config.gateway_args, gateway_port));
 

@@ -149,6 +149,7 @@ StepBatch EngineCore::BuildBatch(const SchedulerOutput& sched) const {
     s.block_table = seq.block_table;
     s.needs_logits = end == seq.num_tokens();
     for (const MediaSpan& m : seq.media) {
+      if (m.key_only) continue;  // ordinary token ids: nothing to inject
       const int32_t lo = std::max(m.start, start);
       const int32_t hi = std::min(m.start + m.length, end);
       if (lo < hi) s.injected.push_back({lo - start, hi - lo, lo - m.start, &m});

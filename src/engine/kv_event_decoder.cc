@@ -113,8 +113,47 @@ StatusOr<std::optional<std::string>> ParseOptionalStr(const MsgpackValue* v, std
   return TypeError(path, "str or nil", *v);
 }
 
+StatusOr<std::string> ParseExtraKey(const MsgpackValue& v, std::string_view path) {
+  if (const std::string* s = v.str()) return *s;
+  if (const MsgpackBin* bin = v.bin()) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string hex;
+    hex.reserve(2 * bin->bytes.size());
+    for (char c : bin->bytes) {
+      hex += kHex[static_cast<uint8_t>(c) >> 4];
+      hex += kHex[static_cast<uint8_t>(c) & 15];
+    }
+    return hex;
+  }
+  if (std::optional<int64_t> i = v.AsInt64()) return std::to_string(*i);
+  if (std::optional<uint64_t> u = v.AsUint64()) return std::to_string(*u);
+  return TypeError(path, "str, bin or int extra key", v);
+}
+
+// vLLM: list[tuple[Any, ...] | None] | None.
+StatusOr<std::vector<std::vector<std::string>>> ParseExtraKeys(const MsgpackValue* v, std::string_view path) {
+  std::vector<std::vector<std::string>> out;
+  if (v == nullptr || v->is_nil()) return out;
+  const MsgpackArray* blocks = v->array();
+  if (blocks == nullptr) return TypeError(path, "array of per-block extra keys or nil", *v);
+  out.resize(blocks->size());
+  for (size_t b = 0; b < blocks->size(); ++b) {
+    const MsgpackValue& entry = (*blocks)[b];
+    if (entry.is_nil()) continue;
+    const MsgpackArray* keys = entry.array();
+    const std::string entry_path = fmt::format("{}[{}]", path, b);
+    if (keys == nullptr) return TypeError(entry_path, "array of extra keys or nil", entry);
+    for (size_t k = 0; k < keys->size(); ++k) {
+      OMNI_ASSIGN_OR_RETURN(std::string key, ParseExtraKey((*keys)[k], fmt::format("{}[{}]", entry_path, k)));
+      out[b].push_back(std::move(key));
+    }
+  }
+  return out;
+}
+
 // BlockStored fields, in vLLM's declaration order: block_hashes,
-// parent_block_hash, token_ids, block_size, lora_id, medium, lora_name.
+// parent_block_hash, token_ids, block_size, lora_id, medium, lora_name,
+// extra_keys (then group_idx and later ones, which the index does not need).
 StatusOr<WireBlockStored> ParseBlockStored(const StructFields& f) {
   WireBlockStored e;
   OMNI_ASSIGN_OR_RETURN(const MsgpackValue* hashes, f.Required(0, "block_hashes"));
@@ -137,6 +176,8 @@ StatusOr<WireBlockStored> ParseBlockStored(const StructFields& f) {
   OMNI_ASSIGN_OR_RETURN(e.medium, ParseOptionalStr(medium, f.FieldPath("medium")));
   OMNI_ASSIGN_OR_RETURN(const MsgpackValue* lora_name, f.Get(6, "lora_name"));
   OMNI_ASSIGN_OR_RETURN(e.lora_name, ParseOptionalStr(lora_name, f.FieldPath("lora_name")));
+  OMNI_ASSIGN_OR_RETURN(const MsgpackValue* extra_keys, f.Get(7, "extra_keys"));
+  OMNI_ASSIGN_OR_RETURN(e.extra_keys, ParseExtraKeys(extra_keys, f.FieldPath("extra_keys")));
   return e;
 }
 

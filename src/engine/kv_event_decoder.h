@@ -10,6 +10,8 @@
 //   key; trailing array fields and unknown map keys are ignored; an event
 //   whose tag is unknown is skipped and counted, not an error.
 // - block hashes as msgpack ints (older vLLM, omniserve) or bin (newer vLLM).
+// - BlockStored's extra_keys (field 8, newer vLLM and omniserve): nil or one
+//   entry per block, each nil or an array of str, bin or int keys.
 //
 // Malformed input is InvalidArgument with a message that names the field
 // (e.g. "events[2] (BlockStored).token_ids[5]: expected int, got str").
@@ -49,6 +51,12 @@ struct WireBlockStored {
   std::optional<int64_t> lora_id;
   std::optional<std::string> medium;
   std::optional<std::string> lora_name;
+  // vLLM's extra_keys: per block (in block_hashes order), the keys its hash
+  // included besides the tokens (media identifiers; vLLM also puts LoRA
+  // names and the cache salt here). A str key as sent, a bin key as its
+  // lower-case hex, an int key as its decimal text. An entry that is nil, a
+  // missing entry, or an absent field: no extra keys.
+  std::vector<std::vector<std::string>> extra_keys;
   bool operator==(const WireBlockStored&) const = default;
 };
 struct WireBlockRemoved {

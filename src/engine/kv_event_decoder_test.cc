@@ -223,6 +223,50 @@ TEST(KvEventDecoderTest, MalformedEvents) {
             "kv event events[0] (BlockRemoved).block_hashes: duplicate key");
 }
 
+TEST(KvEventDecoderTest, ExtraKeysPerBlockAsVllmSendsThem) {
+  // vLLM: extra_keys is list[tuple | None] | None, one entry per block; its
+  // multimodal identifiers are str, prompt-embedding hashes bytes.
+  const std::array<uint8_t, 2> bin_key = {0x01, 0xab};
+  MsgpackWriter w;
+  w.MapHeader(2).Str("ts").Double(1).Str("events").ArrayHeader(2);
+  w.MapHeader(10).Str("type").Str("BlockStored");
+  w.Str("block_hashes").ArrayHeader(3).Uint(1).Uint(2).Uint(3);
+  w.Str("parent_block_hash").Nil();
+  w.Str("token_ids").ArrayHeader(3).Int(9).Int(9).Int(9);
+  w.Str("block_size").Uint(1);
+  w.Str("lora_id").Nil();
+  w.Str("medium").Str("GPU");
+  w.Str("lora_name").Nil();
+  w.Str("extra_keys").ArrayHeader(3);
+  w.ArrayHeader(1).Str("9f86d081");
+  w.Nil();
+  w.ArrayHeader(3).Str("9f86d081").Bin(bin_key).Int(-3);
+  w.Str("group_idx").Uint(0);
+  // The tagged-array form with extra_keys nil (vLLM without media).
+  w.ArrayHeader(9).Str("BlockStored").ArrayHeader(1).Uint(4).Nil().ArrayHeader(1).Uint(4).Uint(1);
+  w.Nil().Str("GPU").Nil().Nil();
+
+  StatusOr<KvEventBatch> batch = DecodeKvEventBatch(w.bytes());
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  const auto& stored = std::get<WireBlockStored>(batch->events[0]);
+  ASSERT_EQ(stored.extra_keys.size(), 3u);
+  EXPECT_EQ(stored.extra_keys[0], (std::vector<std::string>{"9f86d081"}));
+  EXPECT_TRUE(stored.extra_keys[1].empty());
+  EXPECT_EQ(stored.extra_keys[2], (std::vector<std::string>{"9f86d081", "01ab", "-3"}));
+  EXPECT_TRUE(std::get<WireBlockStored>(batch->events[1]).extra_keys.empty());
+
+  EXPECT_EQ(ErrorOf(OneEvent([](auto& w) {
+              w.ArrayHeader(9).Str("BlockStored").ArrayHeader(0).Nil().ArrayHeader(0).Uint(1);
+              w.Nil().Nil().Nil().Str("key");
+            })),
+            "kv event events[0] (BlockStored).extra_keys: expected array of per-block extra keys or nil, got str");
+  EXPECT_EQ(ErrorOf(OneEvent([](auto& w) {
+              w.ArrayHeader(9).Str("BlockStored").ArrayHeader(0).Nil().ArrayHeader(0).Uint(1);
+              w.Nil().Nil().Nil().ArrayHeader(1).ArrayHeader(1).Double(1.5);
+            })),
+            "kv event events[0] (BlockStored).extra_keys[0][0]: expected str, bin or int extra key, got float");
+}
+
 TEST(KvEventDecoderTest, LimitsApply) {
   MsgpackWriter w;
   w.ArrayHeader(3).Double(1).ArrayHeader(0).Nil();

@@ -26,11 +26,14 @@ void WriteMedium(const KvEventWireOptions& wire, MsgpackWriter& w) {
 
 // Field order follows vLLM's msgspec structs (vllm/distributed/kv_events.py):
 // array_like, tag=True puts the class name first, then fields in declaration
-// order. We stop at `medium`; newer fields (lora_name, extra_keys, group_idx,
-// ...) are optional or defaulted there, and decoders ignore trailing fields.
+// order: block_hashes, parent_block_hash, token_ids, block_size, lora_id,
+// medium, lora_name, extra_keys, group_idx, ... We stop at `medium`, or at
+// `extra_keys` when a block of the run has extra keys; the later fields are
+// defaulted there, and decoders ignore trailing fields.
 void WriteEvent(const KvEvent& event, const KvEventWireOptions& wire, MsgpackWriter& w) {
   if (const auto* stored = std::get_if<BlockStored>(&event)) {
-    w.ArrayHeader(7).Str("BlockStored");
+    const bool with_keys = !stored->extra_keys.empty();
+    w.ArrayHeader(with_keys ? 9 : 7).Str("BlockStored");
     WriteHashes(stored->block_hashes, w);
     if (stored->parent_hash) {
       w.Uint(*stored->parent_hash);
@@ -42,6 +45,20 @@ void WriteEvent(const KvEvent& event, const KvEventWireOptions& wire, MsgpackWri
     w.Int(stored->block_size);
     w.Nil();  // lora_id: the engine has no LoRA adapters
     WriteMedium(wire, w);
+    if (with_keys) {
+      w.Nil();  // lora_name
+      // vLLM: list[tuple | None], one per block; its multimodal keys are the
+      // media identifiers as hex strings, and so are ours.
+      w.ArrayHeader(static_cast<uint32_t>(stored->extra_keys.size()));
+      for (const std::vector<Sha256Digest>& keys : stored->extra_keys) {
+        if (keys.empty()) {
+          w.Nil();
+          continue;
+        }
+        w.ArrayHeader(static_cast<uint32_t>(keys.size()));
+        for (const Sha256Digest& k : keys) w.Str(Sha256DigestHex(k));
+      }
+    }
   } else if (const auto* removed = std::get_if<BlockRemoved>(&event)) {
     w.ArrayHeader(3).Str("BlockRemoved");
     WriteHashes(removed->block_hashes, w);

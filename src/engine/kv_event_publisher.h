@@ -7,9 +7,14 @@
 //   [timestamp float64 seconds, [event, ...], data_parallel_rank int|nil]
 // whose events are msgspec tagged arrays:
 //   ["BlockStored", [hash, ...], parent|nil, [token, ...], block_size, lora_id=nil, medium]
+//   ["BlockStored", ..., medium, lora_name=nil, extra_keys]   (a run with media)
 //   ["BlockRemoved", [hash, ...], medium]
 //   ["AllBlocksCleared"]
-// Hashes are uint64 msgpack ints (vLLM's int form).
+// Hashes are uint64 msgpack ints (vLLM's int form). extra_keys is vLLM's
+// field (newer vLLM, same position): one entry per block, nil or an array of
+// the block's media keys, each the medium's sha256 as 64 lower-case hex
+// digits (the embedding object's, prefix_cache.h); sent only when a block of
+// the run has one, so text-only events keep the older 7-element shape.
 //
 // Publish() only queues: a background thread batches queued events (up to
 // max_batch_events per message, or whatever arrived within flush_interval)

@@ -54,6 +54,32 @@ TEST(EncodeKvEventBatchTest, NilRankMediumAndParent) {
   EXPECT_EQ(stored.lora_id, std::nullopt);
 }
 
+TEST(EncodeKvEventBatchTest, ExtraKeysFollowVllmsFieldAndRoundTrip) {
+  Sha256Digest a, b;
+  a.fill(0xab);
+  b.fill(0x01);
+  BlockStored stored{{1, 2, 3}, std::nullopt, std::vector<int32_t>(3, 7), 1};
+  stored.extra_keys = {{a}, {}, {a, b}};
+  std::vector<KvEvent> events;
+  events.push_back(stored);
+  events.push_back(BlockStored{{4}, 3, {8}, 1});  // no media: the older shape
+  const std::string payload = EncodeKvEventBatch(1.0, events, KvEventWireOptions{});
+  // Tag + 8 fields: ..., medium, lora_name = nil, extra_keys.
+  EXPECT_NE(payload.find(Bytes({0x99, 0xab}) + "BlockStored"), std::string::npos);
+  EXPECT_NE(payload.find(Bytes({0x97, 0xab}) + "BlockStored"), std::string::npos);
+  StatusOr<KvEventBatch> batch = DecodeKvEventBatch(payload);
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  const auto& got = std::get<WireBlockStored>(batch->events[0]);
+  EXPECT_EQ(got.lora_name, std::nullopt);
+  EXPECT_EQ(got.medium, "GPU");
+  ASSERT_EQ(got.extra_keys.size(), 3u);
+  EXPECT_EQ(got.extra_keys[0], (std::vector<std::string>{Sha256DigestHex(a)}));
+  EXPECT_EQ(Sha256DigestHex(a), "abababababababababababababababababababababababababababababababab");
+  EXPECT_TRUE(got.extra_keys[1].empty());
+  EXPECT_EQ(got.extra_keys[2], (std::vector<std::string>{Sha256DigestHex(a), Sha256DigestHex(b)}));
+  EXPECT_TRUE(std::get<WireBlockStored>(batch->events[1]).extra_keys.empty());
+}
+
 TEST(KvEventTopicTest, Format) { EXPECT_EQ(KvEventTopic("10.0.0.7:8000", "hcx"), "kv@10.0.0.7:8000@hcx"); }
 
 TEST(KvEventQueueTest, DropsOldestWhenFull) {

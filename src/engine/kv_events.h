@@ -10,6 +10,7 @@
 
 #include "engine/block_pool.h"
 #include "engine/kv_cache.h"
+#include "engine/sha256_digest.h"
 
 namespace omni {
 
@@ -20,6 +21,10 @@ struct BlockStored {
   std::optional<BlockHash> parent_hash;  // nullopt for a run starting at block 0
   std::vector<int32_t> token_ids;        // block_hashes.size() * block_size ids
   int block_size = kBlockSize;
+  // The extra keys each block's hash includes (prefix_cache.h: the sha256 of
+  // every MediaSpan overlapping it, in span order), one entry per block of
+  // block_hashes; empty when no block of the run has any.
+  std::vector<std::vector<Sha256Digest>> extra_keys;
 };
 struct BlockRemoved {
   std::vector<BlockHash> block_hashes;

@@ -36,17 +36,22 @@ BlockHash HashBlock(BlockHash parent, std::span<const int32_t> tokens,
   return XXH3_64bits(bytes.data(), bytes.size());
 }
 
+void BlockExtraKeys(std::span<const MediaSpan> media, int64_t block, std::vector<Sha256Digest>* out) {
+  const int64_t begin = block * kBlockSize;
+  const int64_t end = begin + kBlockSize;
+  out->clear();
+  for (const MediaSpan& m : media) {
+    if (m.start < end && int64_t{m.start} + m.length > begin) out->push_back(m.sha256);
+  }
+}
+
 void ExtendBlockHashes(std::span<const int32_t> tokens, std::span<const MediaSpan> media,
                        std::string_view cache_salt, std::vector<BlockHash>* hashes) {
   const size_t num_full = tokens.size() / kBlockSize;
   std::vector<Sha256Digest> extra;
   for (size_t i = hashes->size(); i < num_full; ++i) {
     const int64_t begin = static_cast<int64_t>(i) * kBlockSize;
-    const int64_t end = begin + kBlockSize;
-    extra.clear();
-    for (const MediaSpan& m : media) {
-      if (m.start < end && m.start + m.length > begin) extra.push_back(m.sha256);
-    }
+    BlockExtraKeys(media, static_cast<int64_t>(i), &extra);
     const BlockHash parent = i == 0 ? RootHash(cache_salt) : (*hashes)[i - 1];
     hashes->push_back(HashBlock(parent, tokens.subspan(begin, kBlockSize), extra));
   }
@@ -91,16 +96,20 @@ bool PrefixCache::Allocate(int n, std::vector<BlockId>* table) {
 }
 
 void PrefixCache::Commit(std::span<const BlockId> table, std::span<const BlockHash> hashes,
-                         int from, int to, std::span<const int32_t> tokens) {
+                         int from, int to, std::span<const int32_t> tokens, std::span<const MediaSpan> media) {
   if (!enabled_) return;
   OMNI_CHECK_LE(to, static_cast<int>(table.size()));
   OMNI_CHECK_LE(to, static_cast<int>(hashes.size()));
   OMNI_CHECK_LE(static_cast<size_t>(to) * kBlockSize, tokens.size());
   BlockStored run;
+  bool run_has_keys = false;
   auto flush = [&] {
+    if (!run_has_keys) run.extra_keys.clear();  // the wire leaves the field out
     if (!run.block_hashes.empty() && sink_ != nullptr) sink_->Publish(KvEvent(std::in_place_type<BlockStored>, std::move(run)));
     run = BlockStored{};
+    run_has_keys = false;
   };
+  std::vector<Sha256Digest> extra;
   for (int i = from; i < to; ++i) {
     if (!pool_.Register(table[i], hashes[i])) {
       flush();  // already cached elsewhere (or already ours): the run breaks here
@@ -110,6 +119,11 @@ void PrefixCache::Commit(std::span<const BlockId> table, std::span<const BlockHa
     run.block_hashes.push_back(hashes[i]);
     auto block_tokens = tokens.subspan(static_cast<size_t>(i) * kBlockSize, kBlockSize);
     run.token_ids.insert(run.token_ids.end(), block_tokens.begin(), block_tokens.end());
+    if (sink_ != nullptr) {
+      BlockExtraKeys(media, i, &extra);
+      run_has_keys = run_has_keys || !extra.empty();
+      run.extra_keys.push_back(extra);
+    }
   }
   flush();
 }

@@ -1,8 +1,10 @@
 // Automatic prefix caching over the BlockPool, and the KV events it emits.
 //
 // A full block's hash chains its parent's hash, its kBlockSize token ids and
-// its extra keys (the sha256 of every MediaSpan overlapping the block), so a
-// block matches only if the whole prefix up to and including it matches. The
+// its extra keys (the sha256 of every MediaSpan overlapping the block,
+// key-only spans included), so a block matches only if the whole prefix up
+// to and including it matches. BlockStored events list each block's extra
+// keys, so a router can rebuild the chain without the media's bytes. The
 // exact bytes hashed with XXH3-64 (seed 0), all integers little-endian:
 //
 //   parent   u64   hash of the previous block; for block 0, RootHash(salt)
@@ -34,6 +36,9 @@ BlockHash RootHash(std::string_view cache_salt);
 // `tokens` must hold exactly kBlockSize ids.
 BlockHash HashBlock(BlockHash parent, std::span<const int32_t> tokens,
                     std::span<const Sha256Digest> extra_keys);
+// The extra keys of block `block` (tokens [16 block, 16 block + 16)): the
+// sha256 of every span of `media` that overlaps it, in span order.
+void BlockExtraKeys(std::span<const MediaSpan> media, int64_t block, std::vector<Sha256Digest>* out);
 // Appends the hashes of the full blocks of `tokens` not yet in `hashes`
 // (hashes[i] covers tokens [16 i, 16 i + 16)).
 void ExtendBlockHashes(std::span<const int32_t> tokens, std::span<const MediaSpan> media,
@@ -60,9 +65,10 @@ class PrefixCache {
   bool Allocate(int n, std::vector<BlockId>* table);
   // Registers table[from, to) as holding the content hashes[from, to)
   // (those blocks' tokens are computed) and publishes BlockStored for each
-  // run of newly cached blocks. `tokens` are all of the sequence's tokens.
+  // run of newly cached blocks, with each block's extra keys. `tokens` and
+  // `media` are all of the sequence's tokens and media spans.
   void Commit(std::span<const BlockId> table, std::span<const BlockHash> hashes, int from, int to,
-              std::span<const int32_t> tokens);
+              std::span<const int32_t> tokens, std::span<const MediaSpan> media = {});
   // Drops the table's references, last block first (so a sequence's tail is
   // evicted before its head), and clears the table.
   void Free(std::vector<BlockId>* table);

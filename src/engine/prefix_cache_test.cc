@@ -135,6 +135,44 @@ TEST(PrefixCacheTest, MatchTakeCommitAndEvents) {
   EXPECT_EQ(cache.MatchPrefix(hashes, 3), 0);
 }
 
+TEST(PrefixCacheTest, StoredEventsCarryEachBlocksExtraKeys) {
+  RecordingKvEventSink sink;
+  PrefixCache cache(8, true, &sink);
+  const std::vector<int32_t> tokens = Iota(4 * kBlockSize);
+  // A key-only span (discrete ids) over [10, 20) and an injected one over
+  // [20, 40): block 0 holds the first, block 1 both, block 2 the second.
+  const std::vector<MediaSpan> media = {MediaSpan{10, 10, Digest(1), {}, /*key_only=*/true},
+                                        MediaSpan{20, 20, Digest(2), {}}};
+  const auto hashes = Hashes(tokens, media);
+  EXPECT_NE(hashes[0], Hashes(tokens)[0]);  // a key-only span keys the server's hash too
+  std::vector<BlockId> table;
+  ASSERT_TRUE(cache.Allocate(4, &table));
+  cache.Commit(table, hashes, 0, 4, tokens, media);
+  ASSERT_EQ(sink.events.size(), 1u);
+  const auto& stored = std::get<BlockStored>(sink.events[0]);
+  ASSERT_EQ(stored.extra_keys.size(), 4u);
+  EXPECT_EQ(stored.extra_keys[0], (std::vector<Sha256Digest>{Digest(1)}));
+  EXPECT_EQ(stored.extra_keys[1], (std::vector<Sha256Digest>{Digest(1), Digest(2)}));
+  EXPECT_EQ(stored.extra_keys[2], (std::vector<Sha256Digest>{Digest(2)}));
+  EXPECT_TRUE(stored.extra_keys[3].empty());
+  // The keys an event names are the keys its hashes were computed with.
+  for (size_t i = 0; i < 4; ++i) {
+    const BlockHash parent = i == 0 ? RootHash("") : hashes[i - 1];
+    EXPECT_EQ(HashBlock(parent, std::span<const int32_t>(tokens).subspan(i * kBlockSize, kBlockSize),
+                        stored.extra_keys[i]),
+              hashes[i]);
+  }
+
+  // A run without media leaves the field empty (the wire omits it).
+  sink.events.clear();
+  const std::vector<int32_t> text = Iota(kBlockSize, 1000);
+  std::vector<BlockId> other;
+  ASSERT_TRUE(cache.Allocate(1, &other));
+  cache.Commit(other, Hashes(text), 0, 1, text, {});
+  ASSERT_EQ(sink.events.size(), 1u);
+  EXPECT_TRUE(std::get<BlockStored>(sink.events[0]).extra_keys.empty());
+}
+
 TEST(PrefixCacheTest, DuplicateContentBreaksTheStoredRun) {
   RecordingKvEventSink sink;
   PrefixCache cache(8, true, &sink);

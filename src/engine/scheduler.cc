@@ -127,7 +127,7 @@ void Scheduler::OnChunkComputed(const ScheduledChunk& chunk) {
   const int32_t full = seq->num_computed_tokens / kBlockSize;
   if (full <= seq->num_committed_blocks) return;
   ExtendBlockHashes(seq->tokens, seq->media, seq->cache_salt, &seq->block_hashes);
-  cache_->Commit(seq->block_table, seq->block_hashes, seq->num_committed_blocks, full, seq->tokens);
+  cache_->Commit(seq->block_table, seq->block_hashes, seq->num_committed_blocks, full, seq->tokens, seq->media);
   seq->num_committed_blocks = full;
 }
 

@@ -33,20 +33,24 @@ std::string_view StripNewlines(std::string_view s, bool left, bool right) {
 class PromptWriter {
  public:
   void Append(std::string_view s) { out_.text.append(s); }
+  // The current medium's block starts here.
+  void BeginMedium() { block_offset_ = out_.text.size(); }
   void Placeholder(PlaceholderKind kind, std::string_view token, int media_index, int message, int part) {
-    out_.placeholders.push_back({kind, out_.text.size(), media_index, message, part});
+    out_.placeholders.push_back({kind, out_.text.size(), block_offset_, media_index, message, part});
     out_.text.append(token);
   }
   RenderedPrompt Take() { return std::move(out_); }
 
  private:
   RenderedPrompt out_;
+  size_t block_offset_ = 0;
 };
 
 void MimeLine(PromptWriter& w, const char* id_prefix, int index, const ContentPart& part,
               std::string_view default_type, std::string_view default_filename) {
   char id[32];
   std::snprintf(id, sizeof(id), "%s_%02d", id_prefix, index);
+  w.BeginMedium();
   w.Append(kMimeStart);
   w.Append("{\"id\": " + JsonQuote(id) + ", \"type\": " +
            JsonQuote(part.mime_type.empty() ? default_type : part.mime_type) +

@@ -86,6 +86,9 @@ enum class PlaceholderKind {
 struct MediaPlaceholder {
   PlaceholderKind kind;
   size_t byte_offset = 0;   // of the token's text in RenderedPrompt::text
+  // Where the medium's block (its mime line) begins in the text: the text
+  // before it does not depend on the medium at all.
+  size_t block_offset = 0;
   int media_index = 0;      // per media kind, in prompt order: image_00 is 0
   int message_index = 0;
   int part_index = 0;

@@ -451,6 +451,12 @@ StatusOr<GatewayConfig> ParseGatewayConfig(const ConfigNode& root) {
   OMNI_RETURN_IF_ERROR(ReadPlugins(r, &config));
   OMNI_RETURN_IF_ERROR(ReadProfiles(r, &config));
   OMNI_RETURN_IF_ERROR(ReadPools(r, &config));
+  OMNI_RETURN_IF_ERROR(r.GetString("store", &config.store));
+  OMNI_RETURN_IF_ERROR(r.Require(!r.Has("store") || config.store.starts_with("file:///") ||
+                                     config.store.starts_with("s3://"),
+                                 "store", "must be a file:///dir or s3://bucket[/prefix]?endpoint=... URI"));
+  OMNI_RETURN_IF_ERROR(r.GetInt("storeTimeoutMs", &config.store_timeout_ms));
+  OMNI_RETURN_IF_ERROR(r.Require(config.store_timeout_ms > 0, "storeTimeoutMs", "must be > 0"));
   OMNI_RETURN_IF_ERROR(r.Finish());
   return config;
 }

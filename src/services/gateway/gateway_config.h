@@ -12,8 +12,9 @@
 // are unique; a pluginRef names a plugin; a profile holds at most one picker
 // and one mention of each plugin; weights are for scorers and are finite and
 // >= 0; every pool has models and `host:port` endpoints, no model is served by
-// two pools, `kvEvents` are `tcp://host:port`, and a pool whose profile uses
-// precise-prefix-cache-scorer has kvEvents.
+// two pools, `kvEvents` are `tcp://host:port`, a pool whose profile uses
+// precise-prefix-cache-scorer has kvEvents, and `store` is a file:// or s3://
+// URI.
 //
 // Filled in while reading, so consumers see no implicit cases:
 // - a profile without a picker gets `max-score-picker` appended (a plugin of
@@ -107,6 +108,12 @@ struct GatewayConfig {
   std::vector<PluginConfig> plugins;
   std::vector<SchedulingProfile> profiles;
   std::vector<PoolConfig> pools;  // at least one
+  // The object store the embedding objects of media parts live in
+  // (file:///dir or s3://bucket...; `store`), so the precise scorer can HEAD
+  // a part's object and score the prompt past it. Empty: prompts are scored
+  // up to their first media part.
+  std::string store;
+  int store_timeout_ms = 500;  // `storeTimeoutMs`: one HEAD's limit (s3://; one attempt)
 
   // nullptr when absent.
   const PluginConfig* FindPlugin(std::string_view name) const;

@@ -479,5 +479,21 @@ TEST(GatewayConfigTest, RejectsBadKvEvents) {
               StartsWith("gw.yaml:6:13: pools[0].kvEvents: expected a list, got a string"));
 }
 
+TEST(GatewayConfigTest, StoreForMediaParts) {
+  GatewayConfig none = MustParse(kOnePool);
+  EXPECT_EQ(none.store, "");
+  EXPECT_EQ(none.store_timeout_ms, 500);
+  GatewayConfig c = MustParse("store: 's3://emb/p?endpoint=http://127.0.0.1:9000'\nstoreTimeoutMs: 250\n" +
+                              std::string(kOnePool));
+  EXPECT_EQ(c.store, "s3://emb/p?endpoint=http://127.0.0.1:9000");
+  EXPECT_EQ(c.store_timeout_ms, 250);
+  EXPECT_EQ(MustParse("store: file:///var/lib/omniserve/store\n" + std::string(kOnePool)).store,
+            "file:///var/lib/omniserve/store");
+  EXPECT_THAT(ConfigErrorOf("store: /var/lib/store\n" + std::string(kOnePool)),
+              StartsWith("gw.yaml:1:8: store: must be a file:///dir or s3://"));
+  EXPECT_THAT(ConfigErrorOf("storeTimeoutMs: 0\n" + std::string(kOnePool)),
+              StartsWith("gw.yaml:1:17: storeTimeoutMs: must be > 0"));
+}
+
 }  // namespace
 }  // namespace omni

@@ -16,6 +16,7 @@ StatusOr<std::unique_ptr<GatewayService>> GatewayService::Create(const GatewayCo
                                                                  GatewayOptions options, const Clock& clock) {
   if (options.seed == 0) options.seed = static_cast<uint64_t>(clock.WallNow().time_since_epoch().count());
   std::unique_ptr<GatewayService> service(new GatewayService(options));
+  if (options.store != nullptr) service->media_info_ = std::make_unique<StoreMediaInfo>(*options.store);
   uint64_t seed = options.seed;
   for (const PoolConfig& pool : config.pools) {
     OMNI_ASSIGN_OR_RETURN(RoutingProfile profile, ResolveRoutingProfile(config, pool));
@@ -30,11 +31,14 @@ StatusOr<std::unique_ptr<GatewayService>> GatewayService::Create(const GatewayCo
         return InvalidArgument("pool " + pool.name +
                                ": precise-prefix-cache-scorer needs one `kvEvents` address per endpoint, in order");
       }
-      auto tokenizer = PromptTokenizer::FromModelDir(pool.tokenizer);
+      auto tokenizer = PromptTokenizer::FromModelDir(pool.tokenizer, service->media_info_.get());
       if (!tokenizer.ok()) return tokenizer.status().Annotate("pool " + pool.name + " tokenizer");
       state->tokenizer = std::move(tokenizer).value();
     }
-    state->router = std::make_unique<PoolRouter>(pool.endpoints, std::move(profile), clock, seed++);
+    state->router = std::make_unique<PoolRouter>(
+        pool.endpoints, std::move(profile), clock, seed++,
+        state->tokenizer != nullptr ? std::span<const int32_t>(state->tokenizer->media_token_ids())
+                                    : std::span<const int32_t>());
     service->pools_.push_back(std::move(state));
   }
   return service;
@@ -63,14 +67,15 @@ StatusOr<RoutedRequest> GatewayService::Route(const HttpRequest& request) {
   std::optional<std::string_view> salt;
   OMNI_ASSIGN_OR_RETURN(salt, PeekJsonRawMember(request.body, "cache_salt"));
   route.cache_salt = salt.value_or(std::string_view());
-  std::vector<int32_t> tokens;
+  PromptTokens prompt;
   if (pool->tokenizer != nullptr && (chat || request.path == "/v1/completions")) {
     // A body the LLM server will reject is scored as promptless; the server
     // gives the client the precise error.
-    auto ids = chat ? pool->tokenizer->ChatPromptTokens(request.body)
-                    : pool->tokenizer->CompletionPromptTokens(request.body);
-    if (ids.ok()) tokens = std::move(ids).value();
-    route.token_ids = tokens;
+    auto tokens = chat ? pool->tokenizer->ChatPromptTokens(request.body)
+                       : pool->tokenizer->CompletionPromptTokens(request.body);
+    if (tokens.ok()) prompt = std::move(tokens).value();
+    route.token_ids = prompt.token_ids;
+    route.media = prompt.media;
   }
   if (router.profile().Uses(PluginType::kSessionAffinityScorer)) {
     route.session_id = request.headers.GetOr(router.profile().session_header, "");

@@ -15,7 +15,9 @@
 #include "core/clock.h"
 #include "core/status.h"
 #include "net/http.h"
+#include "storage/object_store.h"
 #include "services/gateway/gateway_config.h"
+#include "services/gateway/media_info.h"
 #include "services/gateway/pool_router.h"
 #include "services/gateway/prompt_tokens.h"
 
@@ -30,6 +32,10 @@ struct GatewayOptions {
   int unhealthy_after = 2;  // consecutive failed health checks that eject an endpoint
   int max_attempts = 3;     // endpoints tried per request when connections fail
   uint64_t seed = 0;        // pickers' random tie-breaks; 0: from the clock
+  // The config's `store`, opened by the caller (the CLI edge, with
+  // storeTimeoutMs as its request timeout); null: media parts end the
+  // precise scorer's prompts. Must outlive the service.
+  ObjectStore* store = nullptr;
 };
 
 struct PoolState {
@@ -113,6 +119,7 @@ class GatewayService {
   std::string ServedModelsList() const;
 
   const GatewayOptions options_;
+  std::unique_ptr<StoreMediaInfo> media_info_;  // null without a store; shared by the pools' tokenizers
   std::vector<std::unique_ptr<PoolState>> pools_;
 };
 

@@ -17,13 +17,13 @@ constexpr size_t kMaxSessions = 1 << 20;
 }  // namespace
 
 PoolRouter::PoolRouter(std::vector<std::string> addresses, RoutingProfile profile, const Clock& clock,
-                       uint64_t seed)
+                       uint64_t seed, std::span<const int32_t> media_token_ids)
     : profile_(std::move(profile)),
       clock_(clock),
       last_scrape_(addresses.size()),
       last_scores_(addresses.size(), std::vector<double>(profile_.scorers.size(), 0.0)),
       approx_(static_cast<int>(addresses.size()), profile_.lru_capacity_per_server),
-      precise_(static_cast<int>(addresses.size()), profile_.precise_block_size),
+      precise_(static_cast<int>(addresses.size()), profile_.precise_block_size, media_token_ids),
       rng_(seed),
       last_tokens_(addresses.size(), -1) {
   OMNI_CHECK(!addresses.empty()) << "a pool needs endpoints";
@@ -39,7 +39,8 @@ RouteDecision PoolRouter::Pick(const RouteRequest& request) {
   }
   const double prompt_chars = static_cast<double>(request.prompt_text.size());
   if (profile_.Uses(PluginType::kPrecisePrefixCacheScorer) && request.cache_salt.empty()) {
-    decision.precise_hashes = precise_.RequestHashes(request.token_ids, profile_.max_prefix_blocks);
+    // Outside the lock: RequestHashes reads only what the constructor set.
+    decision.precise_hashes = precise_.RequestHashes(request.token_ids, request.media, profile_.max_prefix_blocks);
   }
 
   std::lock_guard lock(mu_);

@@ -36,6 +36,7 @@ struct RouteRequest {
   std::string_view cache_salt;
   std::string_view prompt_text;        // prefix-cache-scorer: serialized messages or prompt
   std::span<const int32_t> token_ids;  // precise-prefix-cache-scorer: the rendered prompt's ids
+  std::span<const MediaKeySpan> media;  // precise-prefix-cache-scorer: the media positions' keys
   std::string_view session_id;         // session-affinity-scorer: the header's value
 };
 
@@ -65,7 +66,10 @@ struct EndpointLoad {
 
 class PoolRouter {
  public:
-  PoolRouter(std::vector<std::string> addresses, RoutingProfile profile, const Clock& clock, uint64_t seed);
+  // `media_token_ids`: the pool tokenizer's media token ids, which the
+  // precise index hashes as one value (precise_prefix_index.h).
+  PoolRouter(std::vector<std::string> addresses, RoutingProfile profile, const Clock& clock, uint64_t seed,
+             std::span<const int32_t> media_token_ids = {});
 
   const RoutingProfile& profile() const { return profile_; }
   int size() const { return static_cast<int>(endpoints_.size()); }

@@ -9,30 +9,58 @@
 namespace omni::gateway {
 namespace {
 
-// The router's own chain: XXH3-64 (seed 0) over the parent hash and the
-// block's token ids, in host byte order (the index never leaves the process).
+// The router's own chain: XXH3-64 (seed 0) in host byte order (the index
+// never leaves the process).
 constexpr uint64_t kRootHash = 0x6f6d6e6967617465;  // "omnigate"
-
-uint64_t ChainHash(uint64_t parent, std::span<const int32_t> tokens) {
-  std::vector<char> buf(8 + 4 * tokens.size());
-  std::memcpy(buf.data(), &parent, 8);
-  std::memcpy(buf.data() + 8, tokens.data(), 4 * tokens.size());
-  return XXH3_64bits(buf.data(), buf.size());
-}
+constexpr int32_t kCanonicalMediaToken = -1;         // no real token id is negative
 
 }  // namespace
 
-PrecisePrefixIndex::PrecisePrefixIndex(int num_endpoints, int block_size)
-    : block_size_(block_size), by_server_hash_(num_endpoints), pending_(num_endpoints) {}
+PrecisePrefixIndex::PrecisePrefixIndex(int num_endpoints, int block_size, std::span<const int32_t> media_token_ids)
+    : block_size_(block_size), by_server_hash_(num_endpoints), pending_(num_endpoints) {
+  for (int32_t id : media_token_ids) {
+    if (id < 0) continue;
+    if (static_cast<size_t>(id) >= is_media_token_.size()) is_media_token_.resize(static_cast<size_t>(id) + 1);
+    is_media_token_[id] = true;
+  }
+}
+
+uint64_t PrecisePrefixIndex::ChainHash(uint64_t parent, std::span<const int32_t> tokens,
+                                       std::span<const std::string> keys) const {
+  std::vector<char> buf(8 + 4 * tokens.size() + 4);
+  std::memcpy(buf.data(), &parent, 8);
+  char* p = buf.data() + 8;
+  for (int32_t t : tokens) {
+    const bool media = t >= 0 && static_cast<size_t>(t) < is_media_token_.size() && is_media_token_[t];
+    const int32_t v = media ? kCanonicalMediaToken : t;
+    std::memcpy(p, &v, 4);
+    p += 4;
+  }
+  const uint32_t n = static_cast<uint32_t>(keys.size());
+  std::memcpy(p, &n, 4);
+  for (const std::string& k : keys) {
+    const uint32_t len = static_cast<uint32_t>(k.size());
+    buf.insert(buf.end(), reinterpret_cast<const char*>(&len), reinterpret_cast<const char*>(&len) + 4);
+    buf.insert(buf.end(), k.begin(), k.end());
+  }
+  return XXH3_64bits(buf.data(), buf.size());
+}
 
 std::vector<uint64_t> PrecisePrefixIndex::RequestHashes(std::span<const int32_t> tokens,
-                                                        int max_blocks) const {
+                                                        std::span<const MediaKeySpan> media, int max_blocks) const {
   std::vector<uint64_t> hashes;
   const size_t n = std::min<size_t>(tokens.size() / block_size_, std::max(max_blocks, 0));
   hashes.reserve(n);
   uint64_t parent = kRootHash;
+  std::vector<std::string> keys;
   for (size_t i = 0; i < n; ++i) {
-    parent = ChainHash(parent, tokens.subspan(i * block_size_, block_size_));
+    const int64_t begin = static_cast<int64_t>(i) * block_size_;
+    const int64_t end = begin + block_size_;
+    keys.clear();
+    for (const MediaKeySpan& m : media) {  // as the server's BlockExtraKeys: every span overlapping, in order
+      if (m.start < end && int64_t{m.start} + m.length > begin) keys.push_back(m.key);
+    }
+    parent = ChainHash(parent, tokens.subspan(begin, block_size_), keys);
     hashes.push_back(parent);
   }
   return hashes;
@@ -102,7 +130,9 @@ void PrecisePrefixIndex::Store(int e, const WireBlockStored& ev) {
   }
   const std::span<const int32_t> tokens(ev.token_ids);
   for (size_t i = 0; i < n; ++i) {
-    parent = ChainHash(parent, tokens.subspan(i * block_size_, block_size_));
+    const std::span<const std::string> keys =
+        i < ev.extra_keys.size() ? std::span<const std::string>(ev.extra_keys[i]) : std::span<const std::string>();
+    parent = ChainHash(parent, tokens.subspan(i * block_size_, block_size_), keys);
     auto [slot, fresh] = own_of.try_emplace(ev.block_hashes[i].key, parent);
     if (!fresh) {
       if (slot->second == parent) continue;

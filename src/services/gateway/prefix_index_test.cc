@@ -99,7 +99,7 @@ const Clock::MonoTime kT0 = Clock::MonoTime(std::chrono::seconds(100));
 TEST(PrecisePrefixIndex, RebuildsChainsFromTokenIdsAcrossEvents) {
   PrecisePrefixIndex index(3, 4);
   const std::vector<int32_t> prompt = Tokens(14, 100);  // 3 full blocks of 4
-  std::vector<uint64_t> req = index.RequestHashes(prompt, 256);
+  std::vector<uint64_t> req = index.RequestHashes(prompt, {}, 256);
   ASSERT_EQ(req.size(), 3u);
   // Endpoint 1 stores blocks 0-1 in one event and block 2 in a second one
   // whose parent is given by the server's (arbitrary) hash.
@@ -128,7 +128,7 @@ TEST(PrecisePrefixIndex, RoutedBlocksArePendingUntilTheirDeadline) {
   using std::chrono::seconds;
   PrecisePrefixIndex index(2, 4);
   const std::vector<int32_t> prompt = Tokens(12, 300);
-  const std::vector<uint64_t> req = index.RequestHashes(prompt, 256);
+  const std::vector<uint64_t> req = index.RequestHashes(prompt, {}, 256);
   index.RecordRouted(0, req, kT0, kT0 + seconds(2));
   EXPECT_EQ(index.MatchLength(0, req, kT0 + seconds(1)), 3);
   EXPECT_EQ(index.MatchLength(1, req, kT0 + seconds(1)), 0);
@@ -155,7 +155,7 @@ TEST(PrecisePrefixIndex, DifferentTokensDoNotMatch) {
   index.Apply(0, Batch({Stored({1, 2}, std::nullopt, Tokens(8, 0))}));
   std::vector<int32_t> other = Tokens(8, 0);
   other[5] = 999;  // second block differs
-  EXPECT_EQ(index.MatchLength(0, index.RequestHashes(other, 256), kT0), 1);
+  EXPECT_EQ(index.MatchLength(0, index.RequestHashes(other, {}, 256), kT0), 1);
 }
 
 TEST(PrecisePrefixIndex, UnknownParentAndOtherBlockSizeAreSkipped) {
@@ -164,6 +164,49 @@ TEST(PrecisePrefixIndex, UnknownParentAndOtherBlockSizeAreSkipped) {
   index.Apply(0, Batch({Stored({2}, std::nullopt, Tokens(8, 0), 8)}));
   EXPECT_EQ(index.stats().events_skipped, 2);
   EXPECT_EQ(index.blocks_held(0), 0u);
+}
+
+// Media positions: the ids the server hashed (an image's discrete ids) and
+// the placeholder ids the gateway predicts are all media tokens, hashed as
+// one value; the blocks are told apart by their keys.
+TEST(PrecisePrefixIndex, MediaBlocksMatchByKeyNotByIds) {
+  const std::vector<int32_t> media_ids = {50, 51, 52, 60};  // e.g. <|vision0..2|>, <|IMAGE_PAD|>
+  PrecisePrefixIndex index(2, 4, media_ids);
+  // Server: 2 text tokens, 4 discrete ids of image A, 2 text tokens.
+  std::vector<int32_t> server = {1, 2, 51, 50, 52, 52, 3, 4};
+  WireBlockStored ev = Stored({10, 11}, std::nullopt, server);
+  ev.extra_keys = {{"aaaa"}, {"aaaa"}};
+  index.Apply(0, Batch({ev}));
+  // The gateway knows only the count and the key: pads in the same places.
+  const std::vector<int32_t> predicted = {1, 2, 60, 60, 60, 60, 3, 4};
+  const std::vector<MediaKeySpan> a = {{2, 4, "aaaa"}};
+  const std::vector<MediaKeySpan> b = {{2, 4, "bbbb"}};
+  EXPECT_EQ(index.MatchLength(0, index.RequestHashes(predicted, a, 256), kT0), 2);
+  // Another image from its first block on.
+  EXPECT_EQ(index.MatchLength(0, index.RequestHashes(predicted, b, 256), kT0), 0);
+  // Events without keys (an older server) never match a media block.
+  WireBlockStored bare = Stored({20, 21}, std::nullopt, server);
+  index.Apply(1, Batch({bare}));
+  EXPECT_EQ(index.MatchLength(1, index.RequestHashes(predicted, a, 256), kT0), 0);
+  // (Only a request without keys would, which the gateway never makes for media.)
+  EXPECT_EQ(index.MatchLength(1, index.RequestHashes(predicted, {}, 256), kT0), 2);
+  // Text tokens are not canonical: another text token breaks the match.
+  std::vector<int32_t> other_text = predicted;
+  other_text[7] = 5;
+  EXPECT_EQ(index.MatchLength(0, index.RequestHashes(other_text, a, 256), kT0), 1);
+}
+
+TEST(PrecisePrefixIndex, ExtraKeysOfAParentedEventChainOn) {
+  PrecisePrefixIndex index(1, 4, std::vector<int32_t>{60});
+  const std::vector<int32_t> prompt = {1, 2, 3, 4, 60, 60, 60, 60, 60, 60, 7, 8};
+  const std::vector<MediaKeySpan> media = {{4, 6, "k"}};
+  const std::vector<uint64_t> req = index.RequestHashes(prompt, media, 256);
+  ASSERT_EQ(req.size(), 3u);
+  index.Apply(0, Batch({Stored({1}, std::nullopt, {1, 2, 3, 4})}));  // text only: no extra_keys
+  WireBlockStored rest = Stored({2, 3}, 1, {60, 60, 60, 60, 60, 60, 7, 8});
+  rest.extra_keys = {{"k"}, {"k"}};
+  index.Apply(0, Batch({rest}));
+  EXPECT_EQ(index.MatchLength(0, req, kT0), 3);
 }
 
 }  // namespace

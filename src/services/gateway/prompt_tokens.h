@@ -1,10 +1,20 @@
 // Token ids of a request's prompt, as the LLM server will compute them, for
-// the precise prefix scorer: chat messages go through the same chat template
-// and tokenizer (loaded from the pool's `tokenizer` model folder).
+// the precise prefix scorer: chat messages go through the same chat template,
+// tokenizer (loaded from the pool's `tokenizer` model folder) and prompt
+// layout (text/prompt_layout.h, the code the LLM server lays prompts out with).
 //
-// The prompt is cut at its first media placeholder: the server expands it to
-// the media's rows, which the gateway cannot know without fetching the
-// object, so only the text before the first media item is scored.
+// Media parts: with a MediaInfoSource (the gateway's `store`), each part's
+// embedding object is looked up by a HEAD (media_info.h); its metadata give
+// the rows and ids the server will expand the part's placeholders to, the
+// mime line the server will render (mime, filename), and the key the server
+// hashes those blocks with (object-sha256). Media positions hold placeholder
+// ids here (the index hashes every media token as one value,
+// precise_prefix_index.h) and are listed as MediaKeySpans in the server's
+// MediaSpan order. The prompt ends before the medium block of the first part
+// that cannot be looked up (no store, an http:// presigned URL, no such
+// object, a timeout, metadata missing), or whose object lacks what a
+// placeholder needs: routing is a hint, so a media part never fails a request
+// here. Only the parts before that one are looked up.
 //
 // Parses the whole body (unlike the model peek), so it runs only for pools
 // whose profile has a precise-prefix-cache-scorer. Thread-safe.
@@ -16,22 +26,40 @@
 #include <vector>
 
 #include "core/status.h"
+#include "services/gateway/media_info.h"
+#include "services/gateway/precise_prefix_index.h"
 #include "text/tokenizer.h"
 
 namespace omni::gateway {
 
+struct PromptTokens {
+  std::vector<int32_t> token_ids;
+  std::vector<MediaKeySpan> media;  // sorted by start
+  bool cut_at_media = false;        // a media part could not be laid out: token_ids is a prefix
+};
+
 class PromptTokenizer {
  public:
-  // Reads DIR/tokenizer.json.
-  static StatusOr<std::unique_ptr<PromptTokenizer>> FromModelDir(const std::string& dir);
+  // Reads DIR/tokenizer.json. `media` may be null (prompts end at their first
+  // media part) and must outlive the tokenizer.
+  static StatusOr<std::unique_ptr<PromptTokenizer>> FromModelDir(const std::string& dir,
+                                                                 MediaInfoSource* media = nullptr);
+  static std::unique_ptr<PromptTokenizer> FromTokenizer(std::unique_ptr<Tokenizer> tokenizer,
+                                                        MediaInfoSource* media = nullptr);
 
-  StatusOr<std::vector<int32_t>> ChatPromptTokens(std::string_view body) const;
-  StatusOr<std::vector<int32_t>> CompletionPromptTokens(std::string_view body) const;
+  StatusOr<PromptTokens> ChatPromptTokens(std::string_view body) const;
+  StatusOr<PromptTokens> CompletionPromptTokens(std::string_view body) const;
+
+  // Every media token of the vocabulary (<|visionN|>, <|audioN|>, the pad
+  // tokens), sorted: what the precise index hashes as one value.
+  const std::vector<int32_t>& media_token_ids() const { return media_token_ids_; }
 
  private:
-  explicit PromptTokenizer(std::unique_ptr<Tokenizer> tokenizer) : tokenizer_(std::move(tokenizer)) {}
+  PromptTokenizer(std::unique_ptr<Tokenizer> tokenizer, MediaInfoSource* media);
 
   std::unique_ptr<Tokenizer> tokenizer_;
+  MediaInfoSource* media_;  // not owned; may be null
+  std::vector<int32_t> media_token_ids_;
 };
 
 }  // namespace omni::gateway

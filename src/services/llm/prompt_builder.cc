@@ -3,31 +3,12 @@
 #include <string>
 
 #include "text/omni_tokens.h"
+#include "text/prompt_layout.h"
 
 namespace omni::llm {
 namespace {
 
 Status MessagesError(std::string message) { return InvalidArgument(std::move(message)).WithParam("messages"); }
-
-std::string_view PadText(PlaceholderKind kind) {
-  switch (kind) {
-    case PlaceholderKind::kDiscreteImage: return kDiscreteImagePad;
-    case PlaceholderKind::kImage: return kImagePad;
-    case PlaceholderKind::kDiscreteAudio: return kDiscreteAudioPad;
-    case PlaceholderKind::kAudio: return kAudioPad;
-    case PlaceholderKind::kVideo: return kVideoPad;
-    case PlaceholderKind::kAudioDuration: return kAudioMetaDuration;
-    case PlaceholderKind::kVideoDuration: return kVideoMetaDuration;
-  }
-  return {};
-}
-
-bool IsDiscrete(PlaceholderKind k) {
-  return k == PlaceholderKind::kDiscreteImage || k == PlaceholderKind::kDiscreteAudio;
-}
-bool IsContinuous(PlaceholderKind k) {
-  return k == PlaceholderKind::kImage || k == PlaceholderKind::kAudio || k == PlaceholderKind::kVideo;
-}
 
 const FetchedEmbedding* FindEmbedding(const std::vector<PlacedEmbedding>& all, const MediaPlaceholder& p) {
   for (const PlacedEmbedding& e : all) {
@@ -69,20 +50,22 @@ Status AppendDiscrete(const Tokenizer& tokenizer, const Tensor& ids, Placeholder
 StatusOr<EnginePrompt> BuildEnginePrompt(const Tokenizer& tokenizer, const RenderedPrompt& rendered,
                                          const std::vector<PlacedEmbedding>& embeddings, int64_t hidden_size) {
   EnginePrompt out;
-  size_t pos = 0;
-  for (const MediaPlaceholder& ph : rendered.placeholders) {
-    if (!IsDiscrete(ph.kind) && !IsContinuous(ph.kind)) continue;  // duration tokens stay as text
-    const std::string_view pad = PadText(ph.kind);
-    OMNI_ASSIGN_OR_RETURN(std::vector<int32_t> ids,
-                          tokenizer.Encode(std::string_view(rendered.text).substr(pos, ph.byte_offset - pos)));
-    out.token_ids.insert(out.token_ids.end(), ids.begin(), ids.end());
-    pos = ph.byte_offset + pad.size();
+  auto expand = [&](const MediaPlaceholder& ph, size_t start) -> StatusOr<PlaceholderExpansion> {
     const FetchedEmbedding* emb = FindEmbedding(embeddings, ph);
     if (emb == nullptr) return MessagesError("a media placeholder has no embedding object");
-    if (IsDiscrete(ph.kind)) {
+    PlaceholderExpansion expansion;
+    MediaSpan span;
+    span.start = static_cast<int32_t>(start);
+    span.sha256 = emb->sha256;
+    if (IsDiscretePlaceholder(ph.kind)) {
       if (!emb->object.ids.defined() || emb->object.ids.numel() == 0) return MissingTensor(ph, "ids", "the discrete tokens");
-      OMNI_RETURN_IF_ERROR(AppendDiscrete(tokenizer, emb->object.ids, ph.kind, &out.token_ids));
-      continue;
+      OMNI_RETURN_IF_ERROR(AppendDiscrete(tokenizer, emb->object.ids, ph.kind, &expansion.token_ids));
+      // The ids key their blocks by value; the span adds the object's digest
+      // so KV events name the medium (media_span.h).
+      span.length = static_cast<int32_t>(expansion.token_ids.size());
+      span.key_only = true;
+      out.media.push_back(std::move(span));
+      return expansion;
     }
     const Tensor& rows = emb->object.rows;
     if (!rows.defined() || rows.dim(0) == 0) return MissingTensor(ph, "rows", "the continuous embedding");
@@ -90,18 +73,17 @@ StatusOr<EnginePrompt> BuildEnginePrompt(const Tokenizer& tokenizer, const Rende
       return MessagesError("embedding rows are " + std::to_string(rows.dim(1)) + " wide; this model's hidden size is " +
                            std::to_string(hidden_size));
     }
+    const std::string_view pad = PlaceholderText(ph.kind);
     std::optional<int32_t> pad_id = tokenizer.TokenToId(pad);
     if (!pad_id) return Internal("the tokenizer has no " + std::string(pad) + " token");
-    MediaSpan span;
-    span.start = static_cast<int32_t>(out.token_ids.size());
     span.length = static_cast<int32_t>(rows.dim(0));
-    span.sha256 = emb->sha256;
     span.rows = rows;
-    out.token_ids.insert(out.token_ids.end(), static_cast<size_t>(span.length), *pad_id);
+    expansion.token_ids.assign(static_cast<size_t>(span.length), *pad_id);
     out.media.push_back(std::move(span));
-  }
-  OMNI_ASSIGN_OR_RETURN(std::vector<int32_t> tail, tokenizer.Encode(std::string_view(rendered.text).substr(pos)));
-  out.token_ids.insert(out.token_ids.end(), tail.begin(), tail.end());
+    return expansion;
+  };
+  OMNI_ASSIGN_OR_RETURN(PromptLayout layout, LayOutPrompt(tokenizer, rendered, expand));
+  out.token_ids = std::move(layout.token_ids);
   return out;
 }
 

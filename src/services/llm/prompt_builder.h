@@ -4,11 +4,16 @@
 //   <|DISCRETE_IMAGE_PAD|> -> the object's N discrete ids as the token ids
 //       <|visionN|> (discrete audio: <|audioN|>). Embedding those tokens
 //       through the LLM's table is exactly "the discrete ids through the
-//       model's own embedding table", and the prefix cache keys them by value.
+//       model's own embedding table", and the prefix cache keys them by
+//       value; a key-only MediaSpan{start, N, sha256 of the object} adds the
+//       object's digest to those blocks' keys, so KV events name the medium
+//       (the gateway, which knows the object's metadata but not its ids,
+//       routes by it).
 //   <|IMAGE_PAD|> / <|AUDIO_PAD|> / <|VIDEO_PAD|> -> N copies of the pad id
 //       plus a MediaSpan{start, N, sha256 of the object, rows [N, hidden]}.
-//   An object without ids (or without rows) expands that placeholder to
-//   nothing.
+//   An object without the ids (or rows) a placeholder needs is an error.
+// The layout itself (text segments, expansion order) is text/prompt_layout.h,
+// which the gateway shares.
 //
 // Thread-safety: pure functions.
 #pragma once

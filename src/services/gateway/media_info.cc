@@ -1,0 +1,91 @@
+#include "services/gateway/media_info.h"
+
+#include <charconv>
+
+#include "storage/open_store.h"
+
+namespace omni::gateway {
+namespace {
+
+const std::string* Find(const ObjectMetadata& metadata, std::string_view name) {
+  for (const auto& [k, v] : metadata) {
+    if (k == name) return &v;
+  }
+  return nullptr;
+}
+
+// An absent count is 0; a present one must be a non-negative integer.
+bool ReadCount(const ObjectMetadata& metadata, std::string_view name, int64_t* out) {
+  *out = 0;
+  const std::string* v = Find(metadata, name);
+  if (v == nullptr) return true;
+  auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), *out);
+  return ec == std::errc() && end == v->data() + v->size() && *out >= 0 && *out <= (int64_t{1} << 24);
+}
+
+bool IsSha256Hex(std::string_view s) {
+  return s.size() == 64 && s.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
+}  // namespace
+
+StatusOr<MediaObjectInfo> MediaInfoFromMetadata(const ObjectMetadata& metadata) {
+  MediaObjectInfo info;
+  if (!ReadCount(metadata, "rows", &info.rows) || !ReadCount(metadata, "ids", &info.ids)) {
+    return FailedPrecondition("the object's rows or ids metadata is not a count");
+  }
+  if (info.rows == 0 && info.ids == 0) return FailedPrecondition("the object's metadata names no rows or ids");
+  const std::string* sha = Find(metadata, "object-sha256");
+  if (sha == nullptr) return FailedPrecondition("the object's metadata has no object-sha256");
+  info.object_sha256 = *sha;
+  for (char& c : info.object_sha256) c = static_cast<char>(c >= 'A' && c <= 'F' ? c - 'A' + 'a' : c);
+  if (!IsSha256Hex(info.object_sha256)) return FailedPrecondition("the object's object-sha256 is not a sha256");
+  if (const std::string* mime = Find(metadata, "mime")) info.mime = *mime;
+  if (const std::string* filename = Find(metadata, "filename")) info.filename = *filename;
+  return info;
+}
+
+StoreMediaInfo::StoreMediaInfo(ObjectStore& store, StoreMediaInfoOptions options)
+    : store_(store), options_(options) {}
+
+StatusOr<MediaObjectInfo> StoreMediaInfo::Lookup(std::string_view url) {
+  const std::string key_url(url);
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = index_.find(key_url); it != index_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second);
+      ++hits_;
+      return it->second->second;
+    }
+    ++heads_;
+  }
+  OMNI_ASSIGN_OR_RETURN(std::string key, ObjectKeyInStore(store_.uri(), url));
+  OMNI_ASSIGN_OR_RETURN(ObjectInfo head, store_.Head(key));
+  OMNI_ASSIGN_OR_RETURN(MediaObjectInfo info, MediaInfoFromMetadata(head.metadata));
+  Insert(key_url, info);
+  return info;
+}
+
+void StoreMediaInfo::Insert(const std::string& url, const MediaObjectInfo& info) {
+  if (options_.max_entries == 0) return;
+  std::lock_guard lock(mu_);
+  if (index_.contains(url)) return;
+  lru_.emplace_front(url, info);
+  index_[url] = lru_.begin();
+  while (lru_.size() > options_.max_entries) {
+    index_.erase(lru_.back().first);
+    lru_.pop_back();
+  }
+}
+
+uint64_t StoreMediaInfo::hits() const {
+  std::lock_guard lock(mu_);
+  return hits_;
+}
+
+uint64_t StoreMediaInfo::heads() const {
+  std::lock_guard lock(mu_);
+  return heads_;
+}
+
+}  // namespace omni::gateway
