@@ -38,9 +38,14 @@ let imageOrigin;
 before(async () => {
   configDir = mkdtempSync(path.join(tmpdir(), 'omniserve-e2e-config-'));
   const config = path.join(configDir, 'up.yaml');
-  writeFileSync(config, 'orchestrator:\n  media: {fetch_allow_loopback: true}\n');
+  // A short fetch deadline and an 8 MiB limit, so the slow and the oversize
+  // URLs below fail fast.
+  writeFileSync(config, 'orchestrator:\n  media: {fetch_allow_loopback: true, fetch_timeout_ms: 2000, max_bytes: 8388608}\n');
   imageServer = http.createServer((req, res) => {
     const name = decodeURIComponent(new URL(req.url, 'http://x').pathname.slice(1));
+    if (name === 'slow.png') return;  // never answers
+    if (name === 'loop.png') return res.writeHead(302, { location: '/loop.png' }).end();
+    if (name === 'big.png') return res.writeHead(200, { 'content-length': String(9 << 20) }).end(Buffer.alloc(9 << 20));
     try {
       const bytes = image(name);
       res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(bytes);
@@ -57,7 +62,7 @@ before(async () => {
 
 after(async () => {
   if (stack) await stack.dispose();
-  if (imageServer) imageServer.close();
+  if (imageServer) { imageServer.closeAllConnections(); imageServer.close(); }
   if (configDir) rmSync(configDir, { recursive: true, force: true });
 });
 
@@ -316,6 +321,10 @@ test('images: bad media get precise 4xx errors naming the part, and the stack ke
     ['http://169.254.169.254/latest/meta-data', 400, /not allowed/],
     [`${imageOrigin}/no-such-image.png`, 404, /404/],
     ['http://127.0.0.1:1/closed-port.png', 400, /could not download the image/],
+    [`${imageOrigin}/slow.png`, 400, /could not download the image/],
+    [`${imageOrigin}/loop.png`, 400, /more than 3 redirects/],
+    [`${imageOrigin}/big.png`, 413, /over the limit of 8388608 bytes/],
+    ['http://10.0.0.1/cat.png', 400, /is private/],
   ];
   for (const [url, status, message] of cases) {
     await assert.rejects(ask(url), (e) => e.status === status && e.param === 'messages[0].content[1]' &&
