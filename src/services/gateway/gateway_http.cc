@@ -82,6 +82,25 @@ void GatewayHttpAdapter::StopForShutdown() {
 }
 
 void GatewayHttpAdapter::Proxy(HttpRequest request, std::shared_ptr<ResponseWriter> writer) {
+  constexpr int kMaxRouteWaiting = 256;
+  if (service_.RouteMayWait(request)) {
+    if (route_waiting_.fetch_add(1) < kMaxRouteWaiting) {
+      auto shared = std::make_shared<HttpRequest>(std::move(request));
+      const bool posted = route_workers_.Post([this, shared, writer]() mutable {
+        route_waiting_.fetch_sub(1);
+        RouteAndProxy(std::move(*shared), std::move(writer));
+      });
+      if (posted) return;
+      route_waiting_.fetch_sub(1);
+      writer->Send(ErrorResponse(Unavailable("the gateway is shutting down").WithErrorCode("server_shutdown")));
+      return;
+    }
+    route_waiting_.fetch_sub(1);  // over the limit: routed here, on the io thread, as before
+  }
+  RouteAndProxy(std::move(request), std::move(writer));
+}
+
+void GatewayHttpAdapter::RouteAndProxy(HttpRequest request, std::shared_ptr<ResponseWriter> writer) {
   const auto start = std::chrono::steady_clock::now();
   StatusOr<RoutedRequest> routed = service_.Route(request);
   pick_seconds_.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

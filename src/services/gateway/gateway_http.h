@@ -20,15 +20,22 @@
 // /v1/decode, /tokenize, /detokenize (pool by `model`); GET /v1/models
 // (all pools); GET /health; GET /metrics; GET /debug/endpoints.
 //
+// A chat request whose routing may wait on the store (media parts whose
+// objects' metadata the precise scorer HEADs; GatewayService::RouteMayWait)
+// is routed on a small worker pool instead of the io thread, up to 256
+// waiting (beyond, on the io thread as before).
+//
 // Thread-safety: thread-safe; handlers run on the server's io threads and
-// the client's io thread, and never block.
+// the client's io thread, and never block (but for the overflow above).
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "net/upstream_calls.h"
@@ -59,6 +66,8 @@ class GatewayHttpAdapter {
 
   Outcomes& OutcomesOf(const PoolState& pool, int endpoint) { return outcomes_.at(&pool)[endpoint]; }
   void Proxy(HttpRequest request, std::shared_ptr<ResponseWriter> writer);
+  // Route, then the first attempt; on an io thread or a route worker.
+  void RouteAndProxy(HttpRequest request, std::shared_ptr<ResponseWriter> writer);
   void Attempt(const std::shared_ptr<Call>& call);
   void Done(const std::shared_ptr<Call>& call, StatusOr<int> status);
   // The drain-deadline hook: cancels every running upstream call, so that
@@ -75,6 +84,8 @@ class GatewayHttpAdapter {
   Histogram& pick_seconds_;
 
   UpstreamCalls live_;  // proxied requests not yet ended, for the drain-deadline hook
+  std::atomic<int> route_waiting_{0};  // requests posted to route_workers_ and not yet routed
+  ThreadPool route_workers_{2};        // routes that may wait on the store; declared last: joined first
 };
 
 }  // namespace omni::gateway

@@ -85,6 +85,12 @@ StatusOr<RoutedRequest> GatewayService::Route(const HttpRequest& request) {
   return routed;
 }
 
+bool GatewayService::RouteMayWait(const HttpRequest& request) const {
+  if (media_info_ == nullptr || !IsChat(request.path)) return false;
+  const bool scored = std::any_of(pools_.begin(), pools_.end(), [](const auto& p) { return p->tokenizer != nullptr; });
+  return scored && (request.body.find("s3://") != std::string::npos || request.body.find("file://") != std::string::npos);
+}
+
 std::string GatewayService::ServedModelsList() const {
   std::string out;
   for (const auto& p : pools_) {

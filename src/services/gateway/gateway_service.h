@@ -94,6 +94,11 @@ class GatewayService {
   // and an endpoint. InvalidArgument for a body without a string `model`;
   // NotFound, listing the served models, for a model no pool serves.
   StatusOr<RoutedRequest> Route(const HttpRequest& request);
+  // Whether Route may wait on the store for this request: a store is
+  // configured, some pool has a precise scorer, and the body names objects
+  // (s3:// or file:// URIs) whose metadata it may have to HEAD. The HTTP
+  // adapter routes such requests off the io thread.
+  bool RouteMayWait(const HttpRequest& request) const;
 
   // The retry, eject and finish policy for one ended attempt: a request
   // whose endpoint could not be reached, before any byte went to the

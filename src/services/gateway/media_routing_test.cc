@@ -325,6 +325,11 @@ TEST_F(MediaRoutingTest, ARepeatedImageGoesToTheEndpointThatHoldsIt) {
   HttpRequest later;
   later.path = "/v1/chat/completions";
   later.body = Body(text, {image}, "What bird is this?", "And the tree behind it?");
+  // Its route may HEAD the store: the HTTP adapter takes it off the io thread.
+  EXPECT_TRUE((*gateway)->RouteMayWait(later));
+  HttpRequest text_only = later;
+  text_only.body = Body(text, {}, "What bird is this?");
+  EXPECT_FALSE((*gateway)->RouteMayWait(text_only));
   auto routed = (*gateway)->Route(later);
   ASSERT_TRUE(routed.ok()) << routed.status().ToString();
   EXPECT_EQ(routed->decision.chosen, 1) << router.DebugJson();
