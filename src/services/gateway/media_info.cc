@@ -46,46 +46,19 @@ StatusOr<MediaObjectInfo> MediaInfoFromMetadata(const ObjectMetadata& metadata) 
 }
 
 StoreMediaInfo::StoreMediaInfo(ObjectStore& store, StoreMediaInfoOptions options)
-    : store_(store), options_(options) {}
+    : store_(store), cache_(options.max_entries) {}
 
 StatusOr<MediaObjectInfo> StoreMediaInfo::Lookup(std::string_view url) {
   const std::string key_url(url);
-  {
-    std::lock_guard lock(mu_);
-    if (auto it = index_.find(key_url); it != index_.end()) {
-      lru_.splice(lru_.begin(), lru_, it->second);
-      ++hits_;
-      return it->second->second;
-    }
-    ++heads_;
-  }
+  if (std::optional<MediaObjectInfo> hit = cache_.Get(key_url)) return *std::move(hit);
   OMNI_ASSIGN_OR_RETURN(std::string key, ObjectKeyInStore(store_.uri(), url));
   OMNI_ASSIGN_OR_RETURN(ObjectInfo head, store_.Head(key));
   OMNI_ASSIGN_OR_RETURN(MediaObjectInfo info, MediaInfoFromMetadata(head.metadata));
-  Insert(key_url, info);
+  cache_.Put(key_url, info);
   return info;
 }
 
-void StoreMediaInfo::Insert(const std::string& url, const MediaObjectInfo& info) {
-  if (options_.max_entries == 0) return;
-  std::lock_guard lock(mu_);
-  if (index_.contains(url)) return;
-  lru_.emplace_front(url, info);
-  index_[url] = lru_.begin();
-  while (lru_.size() > options_.max_entries) {
-    index_.erase(lru_.back().first);
-    lru_.pop_back();
-  }
-}
-
-uint64_t StoreMediaInfo::hits() const {
-  std::lock_guard lock(mu_);
-  return hits_;
-}
-
-uint64_t StoreMediaInfo::heads() const {
-  std::lock_guard lock(mu_);
-  return heads_;
-}
+uint64_t StoreMediaInfo::hits() const { return cache_.hits(); }
+uint64_t StoreMediaInfo::heads() const { return cache_.misses(); }
 
 }  // namespace omni::gateway

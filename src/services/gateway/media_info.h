@@ -14,12 +14,10 @@
 #pragma once
 
 #include <cstdint>
-#include <list>
-#include <mutex>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 
+#include "core/lru_cache.h"
 #include "core/status.h"
 #include "storage/object_store.h"
 
@@ -64,17 +62,8 @@ class StoreMediaInfo final : public MediaInfoSource {
   uint64_t heads() const;
 
  private:
-  void Insert(const std::string& url, const MediaObjectInfo& info);
-
   ObjectStore& store_;
-  const StoreMediaInfoOptions options_;
-
-  mutable std::mutex mu_;
-  using Entry = std::pair<std::string, MediaObjectInfo>;
-  std::list<Entry> lru_;                                               // guarded by mu_; most recent first
-  std::unordered_map<std::string, std::list<Entry>::iterator> index_;  // guarded by mu_
-  uint64_t hits_ = 0;                                                  // guarded by mu_
-  uint64_t heads_ = 0;                                                 // guarded by mu_
+  LruCache<MediaObjectInfo> cache_;  // by URI, one per entry
 };
 
 }  // namespace omni::gateway

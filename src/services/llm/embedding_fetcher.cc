@@ -74,7 +74,9 @@ bool Sha256FromHex(std::string_view hex, Sha256Digest* out) {
 }
 
 EmbeddingFetcher::EmbeddingFetcher(EmbeddingFetcherOptions options)
-    : options_(std::move(options)), file_root_(FileStoreRoot(options_.store_uri)) {}
+    : options_(std::move(options)),
+      file_root_(FileStoreRoot(options_.store_uri)),
+      cache_(options_.cache_bytes, [](const std::shared_ptr<const FetchedEmbedding>& e) { return e->nbytes; }) {}
 
 StatusOr<std::string> EmbeddingFetcher::ReadBytes(std::string_view url, std::string* cache_key) {
   ObjectStore* store = options_.store;
@@ -129,16 +131,7 @@ StatusOr<std::shared_ptr<const FetchedEmbedding>> EmbeddingFetcher::Fetch(std::s
   } else {
     key = std::string(url);
   }
-  {
-    std::lock_guard lock(mu_);
-    auto it = index_.find(key);
-    if (it != index_.end()) {
-      lru_.splice(lru_.begin(), lru_, it->second);
-      ++hits_;
-      return it->second->second;
-    }
-    ++misses_;
-  }
+  if (std::optional<std::shared_ptr<const FetchedEmbedding>> hit = cache_.Get(key)) return *std::move(hit);
   std::string resolved_key;
   StatusOr<std::string> bytes = ReadBytes(url, &resolved_key);
   const std::string shown = UrlForDisplay(key);
@@ -163,35 +156,12 @@ StatusOr<std::shared_ptr<const FetchedEmbedding>> EmbeddingFetcher::Fetch(std::s
     return InvalidArgument("embedding object " + shown + " holds neither 'rows' nor 'ids'");
   }
   OMNI_RETURN_IF_ERROR(CheckKeyMatchesMedium(url, fetched->object, shown));
-  Insert(key, fetched);
+  cache_.Put(key, fetched);
   return std::shared_ptr<const FetchedEmbedding>(std::move(fetched));
 }
 
-void EmbeddingFetcher::Insert(const std::string& key, std::shared_ptr<const FetchedEmbedding> value) {
-  if (value->nbytes > options_.cache_bytes) return;
-  std::lock_guard lock(mu_);
-  if (index_.contains(key)) return;
-  lru_.emplace_front(key, std::move(value));
-  index_[key] = lru_.begin();
-  bytes_ += lru_.front().second->nbytes;
-  while (bytes_ > options_.cache_bytes && !lru_.empty()) {
-    bytes_ -= lru_.back().second->nbytes;
-    index_.erase(lru_.back().first);
-    lru_.pop_back();
-  }
-}
-
-size_t EmbeddingFetcher::cached_bytes() const {
-  std::lock_guard lock(mu_);
-  return bytes_;
-}
-uint64_t EmbeddingFetcher::hits() const {
-  std::lock_guard lock(mu_);
-  return hits_;
-}
-uint64_t EmbeddingFetcher::misses() const {
-  std::lock_guard lock(mu_);
-  return misses_;
-}
+size_t EmbeddingFetcher::cached_bytes() const { return cache_.total_cost(); }
+uint64_t EmbeddingFetcher::hits() const { return cache_.hits(); }
+uint64_t EmbeddingFetcher::misses() const { return cache_.misses(); }
 
 }  // namespace omni::llm

@@ -23,13 +23,11 @@
 
 #include <chrono>
 #include <cstddef>
-#include <list>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 
+#include "core/lru_cache.h"
 #include "core/status.h"
 #include "engine/media_span.h"
 #include "modelfile/tensor_object.h"
@@ -68,20 +66,13 @@ class EmbeddingFetcher {
  private:
   // The object's bytes for `url`; *cache_key is where it lives.
   StatusOr<std::string> ReadBytes(std::string_view url, std::string* cache_key);
-  void Insert(const std::string& key, std::shared_ptr<const FetchedEmbedding> value);
 
   EmbeddingFetcherOptions options_;
   // The store's directory with links resolved (as FsStore's root, which
   // its presigned URLs name); empty unless the store is file://.
   std::string file_root_;
 
-  mutable std::mutex mu_;
-  using Entry = std::pair<std::string, std::shared_ptr<const FetchedEmbedding>>;
-  std::list<Entry> lru_;  // most recent first; guarded by mu_
-  std::unordered_map<std::string, std::list<Entry>::iterator> index_;  // guarded by mu_
-  size_t bytes_ = 0;     // guarded by mu_
-  uint64_t hits_ = 0;    // guarded by mu_
-  uint64_t misses_ = 0;  // guarded by mu_
+  LruCache<std::shared_ptr<const FetchedEmbedding>> cache_;  // by location, bounded by cache_bytes
 };
 
 // 64 hex digits -> 32 bytes; false if malformed.
