@@ -50,6 +50,8 @@ CLI::App* AddLlmCommand(CLI::App& app, LlmFlags* f) {
                 "let http:// media URLs reach private addresses (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7)");
   sub->add_option("--fetch-allow", f->fetch_allow,
                   "let http:// media URLs reach this CIDR whatever its kind, e.g. 169.254.10.0/24 (repeatable)");
+  sub->add_option("--fetch-ca-file", f->fetch_ca_file,
+                  "https media URLs: CA certificates (PEM) servers are verified against (default: the system's)");
   sub->add_option("--fetch-timeout-ms", f->fetch_timeout_ms, "time limit of one media fetch, redirects included")
       ->capture_default_str()
       ->check(CLI::Range(1, 3'600'000));
@@ -114,7 +116,7 @@ int RunLlmCommand(const LlmFlags& f) {
     }
     fetch_policy.allow.push_back(*parsed);
   }
-  HttpClient http_client;
+  HttpClient http_client(HttpClientOptions{.ca_file = f.fetch_ca_file});
   LogProcessInfo();
   MetricsRegistry registry;
   AddProcessInfoMetrics(registry);

@@ -30,6 +30,7 @@ struct LlmFlags {
   bool fetch_allow_loopback = false;
   bool fetch_allow_private = false;
   std::vector<std::string> fetch_allow;  // CIDRs allowed whatever their kind
+  std::string fetch_ca_file;             // https: CAs to verify servers against; empty: the system's
   int fetch_timeout_ms = 30'000;
   int64_t fetch_max_bytes = 512ll << 20;
   int64_t embedding_cache_bytes = 512ll << 20;

@@ -39,14 +39,13 @@ MediaStage::MediaStage(const OrchestratorConfig& config, Upstream& upstream, Obj
                                      "Time per media part and stage: fetch (and hash), encode (store and encoder).",
                                      {"stage"}, {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 120})),
       pool_(16) {
-  media::MediaFetchOptions options{
-      .max_bytes = static_cast<size_t>(config.media.max_bytes),
-      .timeout = config.media.fetch_timeout,
-      .policy = {.allow_loopback = config.media.fetch_allow_loopback,
-                 .allow_private = config.media.fetch_allow_private},
-      .file_root = "",  // clients name no files here
-      .read_s3 = media::S3ReaderForStore(store, config.store),
-  };
+  media::MediaFetchOptions options;
+  options.max_bytes = static_cast<size_t>(config.media.max_bytes);
+  options.timeout = config.media.fetch_timeout;
+  options.policy.allow_loopback = config.media.fetch_allow_loopback;
+  options.policy.allow_private = config.media.fetch_allow_private;
+  options.file_root = "";  // clients name no files here
+  options.read_s3 = media::S3ReaderForStore(store, config.store);
   fetcher_ = std::make_unique<media::MediaFetcher>(std::move(options), fetch_client);
 }
 
