@@ -80,6 +80,9 @@ int RunGatewayCommand(const GatewayFlags& f) {
     store = std::move(opened).value();
     options.store = store.get();
   }
+  MetricsRegistry registry;
+  AddProcessInfoMetrics(registry);
+  options.metrics = &registry;
   auto created = gateway::GatewayService::Create(*config, options, Clock::Real());
   if (!created.ok()) {
     OMNI_LOG(kError, "gateway: {}: {}", f.config, created.status().message());
@@ -88,8 +91,6 @@ int RunGatewayCommand(const GatewayFlags& f) {
   std::unique_ptr<gateway::GatewayService> service = std::move(created).value();
 
   LogProcessInfo();
-  MetricsRegistry registry;
-  AddProcessInfoMetrics(registry);
   // Scrapes and health checks on a client thread of their own, so they go
   // on however busy the proxy is.
   HttpClient poll_client(HttpClientOptions{.connect_timeout = options.connect_timeout});

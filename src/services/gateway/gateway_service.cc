@@ -16,7 +16,10 @@ StatusOr<std::unique_ptr<GatewayService>> GatewayService::Create(const GatewayCo
                                                                  GatewayOptions options, const Clock& clock) {
   if (options.seed == 0) options.seed = static_cast<uint64_t>(clock.WallNow().time_since_epoch().count());
   std::unique_ptr<GatewayService> service(new GatewayService(options));
-  if (options.store != nullptr) service->media_info_ = std::make_unique<StoreMediaInfo>(*options.store);
+  if (options.store != nullptr) {
+    service->media_info_ =
+        std::make_unique<StoreMediaInfo>(*options.store, StoreMediaInfoOptions{.metrics = options.metrics});
+  }
   uint64_t seed = options.seed;
   for (const PoolConfig& pool : config.pools) {
     OMNI_ASSIGN_OR_RETURN(RoutingProfile profile, ResolveRoutingProfile(config, pool));

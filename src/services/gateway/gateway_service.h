@@ -36,6 +36,8 @@ struct GatewayOptions {
   // storeTimeoutMs as its request timeout); null: media parts end the
   // precise scorer's prompts. Must outlive the service.
   ObjectStore* store = nullptr;
+  // Where the service's own metrics go (gateway_media_lookups_total); may be null.
+  MetricsRegistry* metrics = nullptr;
 };
 
 struct PoolState {

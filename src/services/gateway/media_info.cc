@@ -46,16 +46,35 @@ StatusOr<MediaObjectInfo> MediaInfoFromMetadata(const ObjectMetadata& metadata) 
 }
 
 StoreMediaInfo::StoreMediaInfo(ObjectStore& store, StoreMediaInfoOptions options)
-    : store_(store), cache_(options.max_entries) {}
+    : store_(store), cache_(options.max_entries) {
+  if (options.metrics != nullptr) {
+    CounterFamily& lookups = options.metrics->AddCounter(
+        "gateway_media_lookups_total",
+        "Chat media parts' object metadata looked up for the precise scorer, by result: cached, head (read "
+        "from the store), failed (the scored prompt ends at the part).",
+        {"result"});
+    cached_ = &lookups.WithLabels({"cached"});
+    head_ = &lookups.WithLabels({"head"});
+    failed_ = &lookups.WithLabels({"failed"});
+  }
+}
 
 StatusOr<MediaObjectInfo> StoreMediaInfo::Lookup(std::string_view url) {
   const std::string key_url(url);
-  if (std::optional<MediaObjectInfo> hit = cache_.Get(key_url)) return *std::move(hit);
+  if (std::optional<MediaObjectInfo> hit = cache_.Get(key_url)) {
+    if (cached_ != nullptr) cached_->Inc();
+    return *std::move(hit);
+  }
+  StatusOr<MediaObjectInfo> info = HeadInfo(url);
+  if (info.ok()) cache_.Put(key_url, *info);
+  if (head_ != nullptr) (info.ok() ? head_ : failed_)->Inc();
+  return info;
+}
+
+StatusOr<MediaObjectInfo> StoreMediaInfo::HeadInfo(std::string_view url) {
   OMNI_ASSIGN_OR_RETURN(std::string key, ObjectKeyInStore(store_.uri(), url));
   OMNI_ASSIGN_OR_RETURN(ObjectInfo head, store_.Head(key));
-  OMNI_ASSIGN_OR_RETURN(MediaObjectInfo info, MediaInfoFromMetadata(head.metadata));
-  cache_.Put(key_url, info);
-  return info;
+  return MediaInfoFromMetadata(head.metadata);
 }
 
 uint64_t StoreMediaInfo::hits() const { return cache_.hits(); }

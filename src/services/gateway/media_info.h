@@ -19,6 +19,7 @@
 
 #include "core/lru_cache.h"
 #include "core/status.h"
+#include "net/metrics.h"
 #include "storage/object_store.h"
 
 namespace omni::gateway {
@@ -46,6 +47,8 @@ StatusOr<MediaObjectInfo> MediaInfoFromMetadata(const ObjectMetadata& metadata);
 
 struct StoreMediaInfoOptions {
   size_t max_entries = 65536;  // URIs remembered (about 200 bytes each)
+  // gateway_media_lookups_total{result="cached|head|failed"} goes here; may be null.
+  MetricsRegistry* metrics = nullptr;
 };
 
 // HEADs through the gateway's ObjectStore (the config's `store`, opened with
@@ -62,8 +65,13 @@ class StoreMediaInfo final : public MediaInfoSource {
   uint64_t heads() const;
 
  private:
+  StatusOr<MediaObjectInfo> HeadInfo(std::string_view url);
+
   ObjectStore& store_;
   LruCache<MediaObjectInfo> cache_;  // by URI, one per entry
+  Counter* cached_ = nullptr;        // lookups answered from cache_
+  Counter* head_ = nullptr;          // answered by a HEAD
+  Counter* failed_ = nullptr;        // not answered: the scored prompt ends at the part
 };
 
 }  // namespace omni::gateway

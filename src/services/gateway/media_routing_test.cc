@@ -85,7 +85,7 @@ class MediaRoutingTest : public ::testing::Test {
     tokenizer_ = std::move(tokenizer).value();
     StartLlm();
 
-    media_info_ = std::make_unique<StoreMediaInfo>(*store_);
+    media_info_ = std::make_unique<StoreMediaInfo>(*store_, StoreMediaInfoOptions{.metrics = &gateway_metrics_});
     counting_ = std::make_unique<CountingMedia>(*media_info_);
     auto prompt = PromptTokenizer::FromModelDir(dir_ + "/model", counting_.get());
     ASSERT_TRUE(prompt.ok()) << prompt.status().ToString();
@@ -198,6 +198,7 @@ class MediaRoutingTest : public ::testing::Test {
   LockedSink sink_;
   std::unique_ptr<MetricsRegistry> registry_;
   std::unique_ptr<llm::LlmService> llm_;
+  MetricsRegistry gateway_metrics_;
   std::unique_ptr<StoreMediaInfo> media_info_;
   std::unique_ptr<CountingMedia> counting_;
   std::unique_ptr<PromptTokenizer> prompt_;
@@ -291,6 +292,12 @@ TEST_F(MediaRoutingTest, HeadAnswersAreCachedByUri) {
   Predict(Body("z", {image}, "y"));
   EXPECT_EQ(media_info_->heads(), 1u);
   EXPECT_EQ(media_info_->hits(), 1u);
+  // A missing object: a failed lookup, not cached.
+  EXPECT_FALSE(media_info_->Lookup(store_->uri() + "/emb/m/" + std::string(64, 'a') + ".safetensors").ok());
+  const std::string text = gateway_metrics_.Render();
+  EXPECT_NE(text.find(R"(gateway_media_lookups_total{result="cached"} 1)"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"(gateway_media_lookups_total{result="head"} 1)"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"(gateway_media_lookups_total{result="failed"} 1)"), std::string::npos) << text;
 }
 
 // Two endpoints through GatewayService: one served the image conversation,
