@@ -109,6 +109,10 @@ int RunEncoderCommand(const EncoderFlags& f) {
                                  ? f.served_model_name
                                  : std::filesystem::path(f.model).lexically_normal().filename().string();
   HttpClient http_client(HttpClientOptions{.ca_file = f.fetch_ca_file});
+  if (Status tls = http_client.tls_status(); !tls.ok()) {
+    OMNI_LOG(kError, "encoder: --fetch-ca-file: {}", tls.message());
+    return 2;
+  }
   media::MediaFetcher fetcher({.max_bytes = static_cast<size_t>(f.max_media_bytes),
                                .timeout = std::chrono::milliseconds(f.fetch_timeout_ms),
                                .policy = std::move(policy),

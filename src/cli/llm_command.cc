@@ -117,6 +117,10 @@ int RunLlmCommand(const LlmFlags& f) {
     fetch_policy.allow.push_back(*parsed);
   }
   HttpClient http_client(HttpClientOptions{.ca_file = f.fetch_ca_file});
+  if (Status tls = http_client.tls_status(); !tls.ok()) {
+    OMNI_LOG(kError, "llm: --fetch-ca-file: {}", tls.message());
+    return 2;
+  }
   LogProcessInfo();
   MetricsRegistry registry;
   AddProcessInfoMetrics(registry);

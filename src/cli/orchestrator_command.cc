@@ -76,6 +76,10 @@ int RunOrchestratorCommand(const OrchestratorFlags& f) {
   // or the system's CAs).
   HttpClient media_client(
       HttpClientOptions{.connect_timeout = config->timeouts.connect, .ca_file = config->media.fetch_ca_file});
+  if (Status tls = media_client.tls_status(); !tls.ok()) {
+    OMNI_LOG(kError, "orchestrator: media.fetch_ca_file: {}", tls.message());
+    return 2;
+  }
   orchestrator::HttpUpstream upstream(proxy_client, blocking_client);
   orchestrator::OrchestratorService service(*config, upstream, store.get(), Clock::Real(), registry,
                                             &media_client);

@@ -178,7 +178,7 @@ class HttpClient::Impl {
       done(url.status());
       return std::make_shared<AsyncCall>(iocs_[ctx]->get_executor());
     }
-    std::unique_ptr<TcpStream> pooled = TakeIdle(ctx, PoolKey(request, *url));
+    std::unique_ptr<TcpStream> pooled = url->tls() ? nullptr : TakeIdle(ctx, PoolKey(request, *url));
     auto call = std::make_shared<AsyncCall>(iocs_[ctx]->get_executor());
     Deadline deadline = std::chrono::steady_clock::now() + request.timeout;
     asio::co_spawn(call->executor(),
@@ -197,6 +197,7 @@ class HttpClient::Impl {
   }
 
   uint64_t connections_opened() const { return opened_.load(); }
+  const Status& tls_status() const { return tls_error_; }
   size_t max_response_bytes() const { return options_.max_response_bytes; }
 
  private:
@@ -232,7 +233,8 @@ class HttpClient::Impl {
       tls_->load_verify_file(options_.ca_file, ec);
     }
     if (ec) {
-      tls_error_ = Unavailable("https: cannot load the CA certificates" +
+      // Our configuration, not the peer: a 500 to whoever asked, not a 503 or a client's 400.
+      tls_error_ = Internal("https: cannot load the CA certificates" +
                                (options_.ca_file.empty() ? std::string() : " from " + options_.ca_file) + ": " +
                                ec.message());
     }
@@ -540,5 +542,6 @@ std::shared_ptr<HttpCallHandle> HttpClient::StreamAsync(HttpClientRequest reques
 }
 
 uint64_t HttpClient::connections_opened() const { return impl_->connections_opened(); }
+Status HttpClient::tls_status() const { return impl_->tls_status(); }
 
 }  // namespace omni

@@ -112,6 +112,9 @@ class HttpClient {
 
   // Connections opened so far (pooled reuse does not count); for tests.
   uint64_t connections_opened() const;
+  // Whether https can verify servers: Internal naming the CA file when it
+  // did not load (then every https exchange fails with it). Check at start.
+  Status tls_status() const;
 
   class Impl;
 

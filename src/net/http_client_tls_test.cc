@@ -87,6 +87,9 @@ TEST_F(HttpClientTlsTest, ACaFileThatDoesNotLoadFailsEveryHttpsExchangeWithTheRe
   auto r = Get(client, "https://127.0.0.1:1/x");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("missing.pem"), std::string::npos) << r.status().message();
+  EXPECT_EQ(r.status().code(), StatusCode::kInternal);  // ours, not the peer's
+  EXPECT_EQ(client.tls_status().code(), StatusCode::kInternal);  // known at start
+  EXPECT_TRUE(HttpClient({.ca_file = ca_file_}).tls_status().ok());
 }
 
 }  // namespace

@@ -64,7 +64,12 @@ void EncodeBatcher::Run(std::vector<Pending>& batch) {
   std::vector<const media::Image*> images;
   for (const Pending& p : batch) images.push_back(p.image);
   const auto t0 = std::chrono::steady_clock::now();
-  StatusOr<std::vector<models::VisionEncoding>> out = encode_(images);
+  StatusOr<std::vector<models::VisionEncoding>> out = Internal("the model failed");
+  try {
+    out = encode_(images);
+  } catch (const std::exception& e) {  // bad_alloc on a large batch: each image is retried alone below
+    out = Internal(std::string("the model failed: ") + e.what());
+  }
   if (forward_seconds_ != nullptr) {
     forward_seconds_->Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     batch_size_->Observe(static_cast<double>(batch.size()));

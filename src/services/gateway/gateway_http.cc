@@ -76,6 +76,7 @@ void GatewayHttpAdapter::RegisterRoutes(HttpServer& server) {
 }
 
 void GatewayHttpAdapter::StopForShutdown() {
+  stopping_.store(true);  // routes still queued are answered 503, not worked on
   // Each ends through Done, on the client's io thread, with Cancelled.
   const size_t stopped = live_.ShutdownAll();
   OMNI_LOG(kInfo, "gateway: drain deadline: stopping {} proxied requests", stopped);
@@ -88,21 +89,27 @@ void GatewayHttpAdapter::Proxy(HttpRequest request, std::shared_ptr<ResponseWrit
       auto shared = std::make_shared<HttpRequest>(std::move(request));
       const bool posted = route_workers_.Post([this, shared, writer]() mutable {
         route_waiting_.fetch_sub(1);
-        RouteAndProxy(std::move(*shared), std::move(writer));
+        if (stopping_.load()) {
+          writer->Send(ErrorResponse(Unavailable("the gateway is shutting down").WithErrorCode("server_shutdown")));
+          return;
+        }
+        RouteAndProxy(std::move(*shared), std::move(writer), /*look_up_media=*/true);
       });
       if (posted) return;
       route_waiting_.fetch_sub(1);
       writer->Send(ErrorResponse(Unavailable("the gateway is shutting down").WithErrorCode("server_shutdown")));
       return;
     }
-    route_waiting_.fetch_sub(1);  // over the limit: routed here, on the io thread, as before
+    route_waiting_.fetch_sub(1);  // over the limit: routed here, without looking its media up
   }
-  RouteAndProxy(std::move(request), std::move(writer));
+  // On the io thread: never a store call.
+  RouteAndProxy(std::move(request), std::move(writer), /*look_up_media=*/false);
 }
 
-void GatewayHttpAdapter::RouteAndProxy(HttpRequest request, std::shared_ptr<ResponseWriter> writer) {
+void GatewayHttpAdapter::RouteAndProxy(HttpRequest request, std::shared_ptr<ResponseWriter> writer,
+                                       bool look_up_media) {
   const auto start = std::chrono::steady_clock::now();
-  StatusOr<RoutedRequest> routed = service_.Route(request);
+  StatusOr<RoutedRequest> routed = service_.Route(request, look_up_media);
   pick_seconds_.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   if (!routed.ok()) {
     rejected_->Inc();

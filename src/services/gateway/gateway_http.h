@@ -23,10 +23,11 @@
 // A chat request whose routing may wait on the store (media parts whose
 // objects' metadata the precise scorer HEADs; GatewayService::RouteMayWait)
 // is routed on a small worker pool instead of the io thread, up to 256
-// waiting (beyond, on the io thread as before).
+// waiting; beyond that, and for every other request, routing on the io
+// thread never calls the store (media parts end the precise score there).
 //
 // Thread-safety: thread-safe; handlers run on the server's io threads and
-// the client's io thread, and never block (but for the overflow above).
+// the client's io thread, and never block.
 #pragma once
 
 #include <atomic>
@@ -66,8 +67,9 @@ class GatewayHttpAdapter {
 
   Outcomes& OutcomesOf(const PoolState& pool, int endpoint) { return outcomes_.at(&pool)[endpoint]; }
   void Proxy(HttpRequest request, std::shared_ptr<ResponseWriter> writer);
-  // Route, then the first attempt; on an io thread or a route worker.
-  void RouteAndProxy(HttpRequest request, std::shared_ptr<ResponseWriter> writer);
+  // Route, then the first attempt; on an io thread (look_up_media false) or
+  // a route worker.
+  void RouteAndProxy(HttpRequest request, std::shared_ptr<ResponseWriter> writer, bool look_up_media);
   void Attempt(const std::shared_ptr<Call>& call);
   void Done(const std::shared_ptr<Call>& call, StatusOr<int> status);
   // The drain-deadline hook: cancels every running upstream call, so that
@@ -85,6 +87,7 @@ class GatewayHttpAdapter {
 
   UpstreamCalls live_;  // proxied requests not yet ended, for the drain-deadline hook
   std::atomic<int> route_waiting_{0};  // requests posted to route_workers_ and not yet routed
+  std::atomic<bool> stopping_{false};  // the drain deadline passed
   ThreadPool route_workers_{2};        // routes that may wait on the store; declared last: joined first
 };
 

@@ -47,7 +47,7 @@ StatusOr<std::unique_ptr<GatewayService>> GatewayService::Create(const GatewayCo
   return service;
 }
 
-StatusOr<RoutedRequest> GatewayService::Route(const HttpRequest& request) {
+StatusOr<RoutedRequest> GatewayService::Route(const HttpRequest& request, bool look_up_media) {
   OMNI_ASSIGN_OR_RETURN(std::string model, PeekJsonModel(request.body));
   PoolState* pool = nullptr;
   for (const auto& p : pools_) {
@@ -74,7 +74,7 @@ StatusOr<RoutedRequest> GatewayService::Route(const HttpRequest& request) {
   if (pool->tokenizer != nullptr && (chat || request.path == "/v1/completions")) {
     // A body the LLM server will reject is scored as promptless; the server
     // gives the client the precise error.
-    auto tokens = chat ? pool->tokenizer->ChatPromptTokens(request.body)
+    auto tokens = chat ? pool->tokenizer->ChatPromptTokens(request.body, look_up_media)
                        : pool->tokenizer->CompletionPromptTokens(request.body);
     if (tokens.ok()) prompt = std::move(tokens).value();
     route.token_ids = prompt.token_ids;

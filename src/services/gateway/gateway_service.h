@@ -95,11 +95,15 @@ class GatewayService {
   // Reads `model` from the body (without parsing the rest), picks the pool
   // and an endpoint. InvalidArgument for a body without a string `model`;
   // NotFound, listing the served models, for a model no pool serves.
-  StatusOr<RoutedRequest> Route(const HttpRequest& request);
-  // Whether Route may wait on the store for this request: a store is
-  // configured, some pool has a precise scorer, and the body names objects
-  // (s3:// or file:// URIs) whose metadata it may have to HEAD. The HTTP
-  // adapter routes such requests off the io thread.
+  // `look_up_media` false: media parts' objects are not looked up in the
+  // store (the precise score ends before the first), so Route never blocks;
+  // the HTTP adapter passes false on its io threads.
+  StatusOr<RoutedRequest> Route(const HttpRequest& request, bool look_up_media = true);
+  // Whether Route with media lookups is worth a worker thread for this
+  // request: a store is configured, some pool has a precise scorer, and the
+  // body names objects (s3:// or file:// URIs) whose metadata it may HEAD.
+  // A heuristic on the raw body: a request it misses is only scored as if
+  // its media were not there.
   bool RouteMayWait(const HttpRequest& request) const;
 
   // The retry, eject and finish policy for one ended attempt: a request

@@ -343,6 +343,13 @@ TEST_F(MediaRoutingTest, ARepeatedImageGoesToTheEndpointThatHoldsIt) {
   // The image's blocks and the text after it count: most of the prompt.
   EXPECT_GT(routed->decision.prefix_score, 0.8) << router.DebugJson();
   (*gateway)->OnAttemptEnd(*routed, AttemptEnd{.status = 200});
+  // Without media lookups (how the io thread routes): only the blocks before
+  // the image are scored, and both endpoints hold those.
+  auto unlooked = (*gateway)->Route(later, /*look_up_media=*/false);
+  ASSERT_TRUE(unlooked.ok());
+  EXPECT_LT(unlooked->decision.precise_hashes.size() * 4, routed->decision.precise_hashes.size())
+      << unlooked->decision.precise_hashes.size() << " vs " << routed->decision.precise_hashes.size();
+  (*gateway)->OnAttemptEnd(*unlooked, AttemptEnd{.status = 200});
 
   // Another image under the same text: only the blocks before it match,
   // on both endpoints alike.

@@ -55,14 +55,14 @@ std::unique_ptr<PromptTokenizer> PromptTokenizer::FromTokenizer(std::unique_ptr<
   return std::unique_ptr<PromptTokenizer>(new PromptTokenizer(std::move(tokenizer), media));
 }
 
-StatusOr<PromptTokens> PromptTokenizer::ChatPromptTokens(std::string_view body) const {
+StatusOr<PromptTokens> PromptTokenizer::ChatPromptTokens(std::string_view body, bool look_up_media) const {
   OMNI_ASSIGN_OR_RETURN(openai::ChatRequest request, openai::ParseChatRequest(body));
   // Look the parts up in order, up to the first that cannot be: the prompt
   // ends before it anyway. The mime line renders what the object says, as
   // the LLM server renders it.
   std::vector<PartInfo> parts;
   for (const openai::MediaPart& part : request.media) {
-    if (media_ == nullptr) break;
+    if (media_ == nullptr || !look_up_media) break;
     StatusOr<MediaObjectInfo> info = media_->Lookup(part.url);
     if (!info.ok()) break;
     if (part.message_index >= 0 && part.message_index < static_cast<int>(request.messages.size())) {

@@ -47,7 +47,9 @@ class PromptTokenizer {
   static std::unique_ptr<PromptTokenizer> FromTokenizer(std::unique_ptr<Tokenizer> tokenizer,
                                                         MediaInfoSource* media = nullptr);
 
-  StatusOr<PromptTokens> ChatPromptTokens(std::string_view body) const;
+  // `look_up_media` false: no media part is looked up (no store call), so
+  // the prompt ends before the first one; for callers that must not block.
+  StatusOr<PromptTokens> ChatPromptTokens(std::string_view body, bool look_up_media = true) const;
   StatusOr<PromptTokens> CompletionPromptTokens(std::string_view body) const;
 
   // Every media token of the vocabulary (<|visionN|>, <|audioN|>, the pad

@@ -66,7 +66,14 @@ StatusOr<std::vector<std::string>> MediaStage::Resolve(const openai::ChatRequest
   std::vector<std::string> uris;
   Status first_error = Status::Ok();
   for (size_t i = 0; i < pending.size(); ++i) {
-    StatusOr<std::string> r = pending[i].get();  // every part finishes before the request moves on
+    // Every part finishes before the request moves on (the tasks hold
+    // references into `request`), whatever one of them threw.
+    StatusOr<std::string> r = Internal("the media stage failed");
+    try {
+      r = pending[i].get();
+    } catch (const std::exception& e) {
+      r = Internal(std::string("the media stage failed: ") + e.what());
+    }
     if (!r.ok()) {
       parts_->WithLabels({"error"}).Inc();
       if (first_error.ok()) {
@@ -128,11 +135,21 @@ StatusOr<std::string> MediaStage::ResolvePart(const openai::MediaPart& part, con
     leader = inserted;
   }
   if (!leader) {
+    // Within this request's own deadline, whatever the first one's.
+    if (shared.wait_until(deadline) != std::future_status::ready) {
+      return DeadlineExceeded("the request's media stage ran past media.fetch_timeout_ms + media.encode_s")
+          .WithErrorCode("media_timeout");
+    }
     StatusOr<std::string> r = shared.get();
     if (r.ok()) parts_->WithLabels({"shared"}).Inc();
     return r;
   }
-  StatusOr<std::string> r = LookUpOrEncode(medium, request_id, deadline);
+  StatusOr<std::string> r = Internal("the media stage failed");
+  try {
+    r = LookUpOrEncode(medium, request_id, deadline);
+  } catch (const std::exception& e) {  // bad_alloc: the medium's waiters must still hear
+    r = Internal(std::string("the media stage failed: ") + e.what());
+  }
   {
     std::lock_guard lock(inflight_mu_);
     inflight_.erase(medium.sha256);

@@ -167,8 +167,13 @@ void OrchestratorService::Chat(HttpRequest request, std::shared_ptr<ResponseWrit
   }
   auto shared_request = std::make_shared<HttpRequest>(std::move(request));
   auto shared_parsed = std::make_shared<openai::ChatRequest>(std::move(parsed).value());
-  const bool posted = media_requests_.Post([this, shared_request, shared_parsed, writer]() mutable {
-    ResolveMediaAndForward(*shared_request, *shared_parsed, std::move(writer));
+  const bool posted = media_requests_.Post([this, shared_request, shared_parsed, writer]() {
+    try {
+      ResolveMediaAndForward(*shared_request, *shared_parsed, writer);
+    } catch (const std::exception& e) {  // bad_alloc: answered, and the slot given back
+      OMNI_LOG(kError, "request_id={} orchestrator: media stage: {}", shared_request->request_id, e.what());
+      writer->Send(ErrorResponse(Internal("the orchestrator could not prepare the request's media")));
+    }
     media_pending_.fetch_sub(1);
   });
   if (!posted) {
