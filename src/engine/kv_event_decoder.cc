@@ -3,6 +3,7 @@
 #include <limits>
 #include <utility>
 
+#include "core/ascii.h"
 #include "fmt/format.h"
 
 namespace omni {
@@ -115,16 +116,7 @@ StatusOr<std::optional<std::string>> ParseOptionalStr(const MsgpackValue* v, std
 
 StatusOr<std::string> ParseExtraKey(const MsgpackValue& v, std::string_view path) {
   if (const std::string* s = v.str()) return *s;
-  if (const MsgpackBin* bin = v.bin()) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string hex;
-    hex.reserve(2 * bin->bytes.size());
-    for (char c : bin->bytes) {
-      hex += kHex[static_cast<uint8_t>(c) >> 4];
-      hex += kHex[static_cast<uint8_t>(c) & 15];
-    }
-    return hex;
-  }
+  if (const MsgpackBin* bin = v.bin()) return HexLower(bin->bytes);
   if (std::optional<int64_t> i = v.AsInt64()) return std::to_string(*i);
   if (std::optional<uint64_t> u = v.AsUint64()) return std::to_string(*u);
   return TypeError(path, "str, bin or int extra key", v);

@@ -7,19 +7,13 @@
 #include <cstdint>
 #include <string>
 
+#include "core/ascii.h"
+
 namespace omni {
 
 using Sha256Digest = std::array<uint8_t, 32>;
 
 // 64 lower-case hex digits, the form object metadata and KV events carry.
-inline std::string Sha256DigestHex(const Sha256Digest& d) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out(64, '0');
-  for (size_t i = 0; i < d.size(); ++i) {
-    out[2 * i] = kHex[d[i] >> 4];
-    out[2 * i + 1] = kHex[d[i] & 15];
-  }
-  return out;
-}
+inline std::string Sha256DigestHex(const Sha256Digest& d) { return HexLower(d.data(), d.size()); }
 
 }  // namespace omni

@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 #include <xxhash.h>
 
+#include "core/ascii.h"
 #include "core/check.h"
 
 namespace omni {
@@ -25,15 +26,7 @@ void Sha256Hasher::Update(std::string_view bytes) {
 
 namespace {
 
-std::string ToHex(const unsigned char* bytes, size_t len) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex(2 * len, '\0');
-  for (size_t i = 0; i < len; ++i) {
-    hex[2 * i] = kHex[bytes[i] >> 4];
-    hex[2 * i + 1] = kHex[bytes[i] & 0xf];
-  }
-  return hex;
-}
+std::string ToHex(const unsigned char* bytes, size_t len) { return HexLower(bytes, len); }
 
 std::string CanonicalHex(XXH128_hash_t hash) {
   XXH128_canonical_t canonical;

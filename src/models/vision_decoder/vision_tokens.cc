@@ -29,6 +29,14 @@ constexpr std::string_view kRatioPrefix = "<|vision_ratio_";
 
 bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
+// A token as an error message may show it: short printable ASCII as it is,
+// anything else (a client's bytes) by its length only.
+std::string Shown(std::string_view token) {
+  bool printable = token.size() <= 40;
+  for (char c : token) printable = printable && c >= 0x20 && c <= 0x7e;
+  return printable ? std::string(token) : fmt::format("of {} bytes", token.size());
+}
+
 }  // namespace
 
 std::optional<ImageSize> VisionRatioSize(std::string_view ratio) {
@@ -55,8 +63,8 @@ StatusOr<VisionTokens> ParseVisionTokens(std::string_view text, int num_ids, int
     const std::string_view rest = text.substr(at);
     const size_t end = rest.starts_with("<|") ? rest.find("|>") : std::string_view::npos;
     if (end == std::string_view::npos) {
-      return InvalidArgument(fmt::format("the image tokens hold text that is not a token at byte {}: \"{}\"", at,
-                                         rest.substr(0, 24)));
+      // The text itself is not quoted: it is a client's, of any bytes.
+      return InvalidArgument(fmt::format("the image tokens hold text that is not a token at byte {}", at));
     }
     const std::string_view token = rest.substr(0, end + 2);
     at += token.size();
@@ -77,7 +85,7 @@ StatusOr<VisionTokens> ParseVisionTokens(std::string_view text, int num_ids, int
       auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), id);
       if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string_view::npos ||
           ec != std::errc() || p != digits.data() + digits.size()) {
-        return InvalidArgument(fmt::format("the image tokens hold an unknown token {} at byte {}", token,
+        return InvalidArgument(fmt::format("the image tokens hold an unknown token {} at byte {}", Shown(token),
                                            at - token.size()));
       }
       if (id >= num_codes) {
@@ -88,7 +96,7 @@ StatusOr<VisionTokens> ParseVisionTokens(std::string_view text, int num_ids, int
       continue;
     }
     return InvalidArgument(
-        fmt::format("the image tokens hold an unknown token {} at byte {}", token, at - token.size()));
+        fmt::format("the image tokens hold an unknown token {} at byte {}", Shown(token), at - token.size()));
   }
   if (static_cast<int>(out.ids.size()) < num_ids) {
     return InvalidArgument(fmt::format("the image tokens hold {} image ids; the decoder needs {}", codes, num_ids));

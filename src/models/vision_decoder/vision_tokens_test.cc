@@ -80,7 +80,12 @@ TEST(VisionTokensTest, MalformedStringsAreInvalidArgumentSayingWhat) {
     auto r = ParseVisionTokens(bad);
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad.substr(0, 40);
   }
-  EXPECT_TRUE(ParseVisionTokens(" \n" + Tokens("", 729) + "\n").ok());  // whitespace between tokens is fine
+  EXPECT_TRUE(ParseVisionTokens(" \n" + Tokens("", 729) + "\n").ok());
+  // A client's bytes are never quoted back unless short printable ASCII.
+  auto binary = ParseVisionTokens(std::string("<|\xff\x01\"evil|>") + Tokens("", 729));
+  ASSERT_FALSE(binary.ok());
+  EXPECT_EQ(binary.status().message().find("evil"), std::string::npos) << binary.status().message();
+  EXPECT_NE(binary.status().message().find("of 11 bytes"), std::string::npos) << binary.status().message();  // whitespace between tokens is fine
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "core/ascii.h"
+#include "storage/content_hash.h"
 #include "storage/open_store.h"
 
 namespace omni::gateway {
@@ -23,10 +25,6 @@ bool ReadCount(const ObjectMetadata& metadata, std::string_view name, int64_t* o
   return ec == std::errc() && end == v->data() + v->size() && *out >= 0 && *out <= (int64_t{1} << 24);
 }
 
-bool IsSha256Hex(std::string_view s) {
-  return s.size() == 64 && s.find_first_not_of("0123456789abcdef") == std::string_view::npos;
-}
-
 }  // namespace
 
 StatusOr<MediaObjectInfo> MediaInfoFromMetadata(const ObjectMetadata& metadata) {
@@ -38,7 +36,7 @@ StatusOr<MediaObjectInfo> MediaInfoFromMetadata(const ObjectMetadata& metadata) 
   const std::string* sha = Find(metadata, "object-sha256");
   if (sha == nullptr) return FailedPrecondition("the object's metadata has no object-sha256");
   info.object_sha256 = *sha;
-  for (char& c : info.object_sha256) c = static_cast<char>(c >= 'A' && c <= 'F' ? c - 'A' + 'a' : c);
+  for (char& c : info.object_sha256) c = LowerAscii(c);
   if (!IsSha256Hex(info.object_sha256)) return FailedPrecondition("the object's object-sha256 is not a sha256");
   if (const std::string* mime = Find(metadata, "mime")) info.mime = *mime;
   if (const std::string* filename = Find(metadata, "filename")) info.filename = *filename;
