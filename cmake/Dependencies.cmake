@@ -26,6 +26,8 @@ if(OMNI_BUILD_BENCH)
   find_package(benchmark REQUIRED)
 endif()
 pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)
+# Collectives for sequence parallelism (src/parallel): Gloo over TCP (libgloo-dev).
+find_package(Gloo REQUIRED CONFIG)
 # The omniserve binary's allocator: glibc malloc's arena locking and
 # consolidation were 15% of the gateway proxy's CPU (docs/PERFORMANCE.md).
 pkg_check_modules(TCMALLOC REQUIRED IMPORTED_TARGET libtcmalloc_minimal)

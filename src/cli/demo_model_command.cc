@@ -8,6 +8,7 @@
 
 #include "models/hyperclovax/demo_model.h"
 #include "models/omni_vision/demo_vision_encoder.h"
+#include "models/vision_decoder/demo_vision_decoder.h"
 #include "text/demo_tokenizer.h"
 #include "text/tokenizer.h"
 
@@ -77,16 +78,28 @@ Status WriteVisionEncoder(const DemoModelFlags& flags) {
   return models::WriteDemoVisionEncoder(spec, flags.out);
 }
 
+// The vision decoder: tiny for `demo`, the released widths for `bench`.
+Status WriteVisionDecoder(const DemoModelFlags& flags) {
+  if (flags.preset != "demo" && flags.preset != "bench") {
+    return InvalidArgument("unknown preset '" + flags.preset + "' for the vision decoder (demo, bench)")
+        .WithParam("preset");
+  }
+  models::DemoVisionDecoderSpec spec =
+      flags.preset == "bench" ? models::BenchVisionDecoderSpec() : models::DemoVisionDecoderSpec{};
+  if (flags.seed != 0) spec.seed = flags.seed;
+  return models::WriteDemoVisionDecoder(spec, flags.out);
+}
+
 }  // namespace
 
 CLI::App* AddDemoModelCommand(CLI::App& app, DemoModelFlags* flags) {
   CLI::App* cmd = app.add_subcommand("make-demo-model",
                                      "write tiny random-weight component folders with the real schema");
   cmd->add_option("--component", flags->component, "component to write")
-      ->check(CLI::IsMember({"llm", "ve"}))
+      ->check(CLI::IsMember({"llm", "ve", "vd"}))
       ->capture_default_str();
   cmd->add_option("--out", flags->out, "output folder (created)")->required();
-  cmd->add_option("--preset", flags->preset, "demo | small | bench | llama-like | mup (llm only)")
+  cmd->add_option("--preset", flags->preset, "demo | small | bench (every component) | llama-like | mup (llm only)")
       ->capture_default_str();
   cmd->add_option("--seed", flags->seed, "weight seed (0: the preset's)")->capture_default_str();
   cmd->add_flag("--no-tokenizer", flags->no_tokenizer, "write no tokenizer.json (numerics presets)");
@@ -94,7 +107,9 @@ CLI::App* AddDemoModelCommand(CLI::App& app, DemoModelFlags* flags) {
 }
 
 Status WriteDemoModel(const DemoModelFlags& flags) {
-  return flags.component == "ve" ? WriteVisionEncoder(flags) : WriteLlm(flags);
+  if (flags.component == "ve") return WriteVisionEncoder(flags);
+  if (flags.component == "vd") return WriteVisionDecoder(flags);
+  return WriteLlm(flags);
 }
 
 int RunDemoModelCommand(const DemoModelFlags& flags) {

@@ -10,6 +10,7 @@
 #include "cli/demo_model_command.h"
 #include "cli/gateway_command.h"
 #include "cli/generate_command.h"
+#include "cli/decoder_command.h"
 #include "cli/encoder_command.h"
 #include "cli/llm_command.h"
 #include "cli/orchestrator_command.h"
@@ -130,6 +131,8 @@ std::vector<RoleCommand> MakeRoleCommands(std::string self_path) {
       {"llm", [](const RoleInfo&) { return FlagsRole<LlmFlags>("llm", AddLlmCommand, RunLlmCommand); }},
       {"encoder",
        [](const RoleInfo&) { return FlagsRole<EncoderFlags>("encoder", AddEncoderCommand, RunEncoderCommand); }},
+      {"decoder",
+       [](const RoleInfo&) { return FlagsRole<DecoderFlags>("decoder", AddDecoderCommand, RunDecoderCommand); }},
       {"orchestrator",
        [](const RoleInfo&) {
          return FlagsRole<OrchestratorFlags>("orchestrator", AddOrchestratorCommand, RunOrchestratorCommand);

@@ -19,7 +19,7 @@ inline constexpr RoleInfo kRoles[] = {
     {"gateway", "one entry for every model server; cache-aware endpoint picking", true, ""},
     {"llm", "OpenAI-compatible LLM server (paged KV cache, prefix caching, batching)", true, ""},
     {"encoder", "vision encoder server (POST /v1/encode); audio comes later", true, ""},
-    {"decoder", "vision or audio decoder server (POST /v1/decode)", false, "the decoder issue"},
+    {"decoder", "vision decoder server (POST /v1/decode); audio comes later", true, ""},
     {"make-demo-model", "write tiny random-weight component folders with the real schema", true, ""},
     {"store", "put/get/head/ls/rm/presign objects in a file:// or s3:// store", true, ""},
     {"bench", "load generator for OpenAI-compatible endpoints", true, ""},

@@ -199,12 +199,18 @@ StatusOr<ConfigNode> ParseJson(std::string_view text, std::string_view source_na
   return root;
 }
 
-StatusOr<ConfigNode> LoadConfigFile(const std::string& path) {
+StatusOr<std::string> ReadTextFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound("cannot open config file " + path);
+  if (!in) return NotFound("cannot open " + path);
   std::ostringstream ss;
   ss << in.rdbuf();
-  return ParseYaml(ss.str(), path);
+  if (in.bad()) return Internal("cannot read " + path);
+  return ss.str();
+}
+
+StatusOr<ConfigNode> LoadConfigFile(const std::string& path) {
+  OMNI_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path));
+  return ParseYaml(text, path);
 }
 
 // --- ObjectReader ---

@@ -56,6 +56,8 @@ struct ConfigEntry {
 
 StatusOr<ConfigNode> ParseYaml(std::string_view text, std::string_view source_name);
 StatusOr<ConfigNode> ParseJson(std::string_view text, std::string_view source_name);
+// A whole file's bytes; NotFound naming the file when it cannot be opened.
+StatusOr<std::string> ReadTextFile(const std::string& path);
 // Reads a file and parses it as YAML (which also accepts JSON documents).
 StatusOr<ConfigNode> LoadConfigFile(const std::string& path);
 

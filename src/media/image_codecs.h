@@ -1,8 +1,8 @@
-// The per-format decoders behind DecodeImage (image.h); not for use outside
-// src/media. Each returns the stored pixels in their own channel layout
-// (gray, gray + alpha, RGB or RGBA, 8 bits) with the EXIF block if the
-// format carries one, and checks the size from the header against
-// max_pixels before decoding.
+// The per-format decoders behind DecodeImage (image.h) and encoders behind
+// EncodeImage (image_encode.h); not for use outside src/media. Each decoder
+// returns the stored pixels in their own channel layout (gray, gray + alpha,
+// RGB or RGBA, 8 bits) with the EXIF block if the format carries one, and
+// checks the size from the header against max_pixels before decoding.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +27,12 @@ StatusOr<RawImage> DecodeJpeg(std::string_view bytes, const ImageDecodeOptions& 
 StatusOr<RawImage> DecodePng(std::string_view bytes, const ImageDecodeOptions& options);
 StatusOr<RawImage> DecodeWebp(std::string_view bytes, const ImageDecodeOptions& options);
 StatusOr<RawImage> DecodeGif(std::string_view bytes, const ImageDecodeOptions& options);
+
+// The per-format encoders behind EncodeImage (image_encode.h), which has
+// checked the image's size and the quality (0..100) already.
+StatusOr<std::string> EncodePng(const Image& image);
+StatusOr<std::string> EncodeJpeg(const Image& image, int quality);
+StatusOr<std::string> EncodeWebp(const Image& image, int quality);  // 100: lossless
 
 // The shared refusals, worded alike for every format.
 Status CorruptImage(std::string_view format, std::string_view detail);

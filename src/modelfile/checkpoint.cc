@@ -2,8 +2,6 @@
 
 #include <sys/stat.h>
 
-#include <fstream>
-#include <sstream>
 
 #include "core/config.h"
 
@@ -22,15 +20,6 @@ bool IsRegularFile(const std::string& path) {
 std::string Join(const std::string& dir, std::string_view name) {
   if (dir.empty()) return std::string(name);
   return dir.back() == '/' ? dir + std::string(name) : dir + "/" + std::string(name);
-}
-
-StatusOr<std::string> ReadTextFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound("cannot open " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Internal("reading " + path + " failed");
-  return ss.str();
 }
 
 // Reads weight_map into name -> shard file, checking the shard names.

@@ -80,10 +80,14 @@ StatusOr<EmbeddingObject> GetEmbeddingObject(ObjectStore& store, std::string_vie
   return object;
 }
 
-StatusOr<std::string> EmbeddingKey(std::string_view model_id, std::string_view sha256_hex) {
+namespace {
+
+// "<prefix>/<model segment>/<sha256_hex><suffix>", the model id checked and
+// spelled as one key segment (see EmbeddingKey).
+StatusOr<std::string> ModelObjectKey(std::string_view prefix, std::string_view model_id, std::string_view sha256_hex,
+                                     std::string_view suffix, std::string_view what) {
   auto bad = [&](std::string_view why) {
-    return InvalidArgument(fmt::format("invalid model id '{}' for an embedding key: {}",
-                                       model_id.substr(0, 64), why))
+    return InvalidArgument(fmt::format("invalid model id '{}' for {} key: {}", model_id.substr(0, 64), what, why))
         .WithParam("model");
   };
   if (model_id.empty()) return bad("empty");
@@ -110,11 +114,28 @@ StatusOr<std::string> EmbeddingKey(std::string_view model_id, std::string_view s
     start = end + 1;
   }
   if (!IsSha256Hex(sha256_hex)) {
-    return InvalidArgument("embedding key needs a SHA-256 as 64 lower-case hex digits").WithParam("sha256");
+    return InvalidArgument(fmt::format("{} key needs a SHA-256 as 64 lower-case hex digits", what)).WithParam("sha256");
   }
-  std::string key = fmt::format("emb/{}/{}.safetensors", segment, sha256_hex);
+  std::string key = fmt::format("{}/{}/{}{}", prefix, segment, sha256_hex, suffix);
   OMNI_RETURN_IF_ERROR(ValidateObjectKey(key));
   return key;
+}
+
+}  // namespace
+
+StatusOr<std::string> EmbeddingKey(std::string_view model_id, std::string_view sha256_hex) {
+  return ModelObjectKey("emb", model_id, sha256_hex, ".safetensors", "an embedding");
+}
+
+StatusOr<std::string> GeneratedMediaKey(std::string_view model_id, std::string_view sha256_hex,
+                                        std::string_view extension) {
+  for (char c : extension) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) {
+      return InvalidArgument("a generated medium's extension must be lower-case letters and digits");
+    }
+  }
+  if (extension.empty() || extension.size() > 8) return InvalidArgument("a generated medium needs an extension");
+  return ModelObjectKey("gen", model_id, sha256_hex, "." + std::string(extension), "a generated medium");
 }
 
 }  // namespace omni

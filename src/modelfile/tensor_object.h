@@ -56,4 +56,10 @@ StatusOr<EmbeddingObject> GetEmbeddingObject(ObjectStore& store, std::string_vie
 inline constexpr size_t kMaxModelIdBytes = 256;
 StatusOr<std::string> EmbeddingKey(std::string_view model_id, std::string_view sha256_hex);
 
+// "gen/<model-id>/<sha256_hex>.<extension>": a decoder's output (an image,
+// a clip), content-addressed by its own bytes, the model id spelled as in
+// EmbeddingKey; `extension` is lower-case letters and digits ("png").
+StatusOr<std::string> GeneratedMediaKey(std::string_view model_id, std::string_view sha256_hex,
+                                        std::string_view extension);
+
 }  // namespace omni

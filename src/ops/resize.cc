@@ -10,7 +10,11 @@ Tensor Resize(const Tensor& x, int64_t out_h, int64_t out_w, ResizeMode mode) {
   OMNI_CHECK(out_h > 0 && out_w > 0 && x.dim(2) > 0 && x.dim(3) > 0) << out_h << "x" << out_w;
   Tensor out = Tensor::Empty({x.dim(0), x.dim(1), out_h, out_w}, x.dtype());
   if (out.numel() == 0) return out;
-  cpu::Resize(x.Contiguous(), mode == ResizeMode::kBicubic, out);
+  if (mode == ResizeMode::kNearest) {
+    cpu::ResizeNearest(x.Contiguous(), out);
+  } else {
+    cpu::Resize(x.Contiguous(), mode == ResizeMode::kBicubic, out);
+  }
   return out;
 }
 

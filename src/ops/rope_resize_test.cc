@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "ops/resize.h"
@@ -124,6 +125,36 @@ TEST(ResizeTest, BilinearAndBicubicMatchPyTorchFormulas) {
         Tensor y = Resize(x, c.oh, c.ow, bicubic ? ResizeMode::kBicubic : ResizeMode::kBilinear);
         EXPECT_LE(RelError(y, ref), Tolerance(dt)) << c.ih << "x" << c.iw << " -> " << c.oh << "x" << c.ow;
       }
+}
+
+TEST(ResizeTest, NearestMatchesHandComputedPyTorchIndices) {
+  // x2 (the VAE upsampler) on a 2x3 plane, in both dtypes: each value fills a 2x2 block.
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    Tensor x = Tensor::FromFloats(std::vector<float>{1, 2, 3, 4, 5, 6}, {1, 1, 2, 3}, dt);
+    const std::vector<float> want = {1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3,  //
+                                     4, 4, 5, 5, 6, 6, 4, 4, 5, 5, 6, 6};
+    Tensor y = Resize(x, 4, 6, ResizeMode::kNearest);
+    EXPECT_EQ(y.dtype(), dt);
+    EXPECT_EQ(y.shape(), (Shape{1, 1, 4, 6}));
+    EXPECT_EQ(y.ToFloats(), want);
+  }
+  // Rows 3 -> 5 (scale 0.6: sources 0 0 1 1 2) and columns 5 -> 3 (scale
+  // 5/3: sources 0 1 3), over two planes.
+  std::vector<float> xv(2 * 3 * 5);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>(i);
+  Tensor y = Resize(Tensor::FromFloats(xv, {1, 2, 3, 5}), 5, 3, ResizeMode::kNearest);
+  std::vector<float> want;
+  for (int p = 0; p < 2; ++p)
+    for (int sy : {0, 0, 1, 1, 2})
+      for (int sx : {0, 1, 3}) want.push_back(static_cast<float>(p * 15 + sy * 5 + sx));
+  EXPECT_EQ(y.ToFloats(), want);
+  // 2 -> 82: 41 * (2 / 82.f) is just below 1 in float, so PyTorch (and this
+  // op) take source 0 for output 41, where exact arithmetic gives 1.
+  Tensor z = Resize(Tensor::FromFloats(std::vector<float>{7, 9}, {1, 1, 1, 2}), 1, 82, ResizeMode::kNearest);
+  std::vector<float> zv = z.ToFloats();
+  EXPECT_EQ(zv[41], 7.f);
+  EXPECT_EQ(std::count(zv.begin(), zv.end(), 7.f), 42);
+  EXPECT_EQ(zv[42], 9.f);
 }
 
 }  // namespace

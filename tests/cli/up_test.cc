@@ -33,11 +33,11 @@ TEST(CliTest, VersionPrintsSemver) {
   EXPECT_TRUE(std::regex_search(c.output(), std::regex(R"(^omniserve \d+\.\d+\.\d+ \()"))) << c.output();
 }
 
-TEST(CliTest, RoleNotInBuildExitsWithReason) {
-  Child c({"decoder"});
+TEST(CliTest, ModalityNotInBuildExitsWithReason) {
+  Child c({"decoder", "--modality", "audio", "--model", "/nonexistent"});
   int status = c.Wait();
   EXPECT_EQ(WEXITSTATUS(status), 2);
-  EXPECT_NE(c.output().find("the decoder role is not in this build yet"), std::string::npos) << c.output();
+  EXPECT_NE(c.output().find("--modality audio is not in this build yet"), std::string::npos) << c.output();
 }
 
 TEST(UpTest, ServesTheOpenAiApiOnTheDemoModelAndStopsOnSigterm) {

@@ -43,6 +43,9 @@ void Rope(const Tensor& x, const std::vector<int64_t>& positions, int64_t axes, 
 
 // x [N, C, H, W] contiguous -> out [N, C, OH, OW]; align_corners = false.
 void Resize(const Tensor& x, bool bicubic, const Tensor& out);
+// x [N, C, H, W] contiguous -> out [N, C, OH, OW] of x's dtype, PyTorch's
+// mode="nearest" given an output size (values copied, not converted).
+void ResizeNearest(const Tensor& x, const Tensor& out);
 
 // table [V, D] contiguous; ids as i64 [n]; out [n, D] (table dtype).
 void Embedding(const Tensor& table, std::span<const int64_t> ids, const Tensor& out);

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "backend/cpu/cpu_common.h"
@@ -114,6 +115,60 @@ void Resize(const Tensor& x, bool bicubic, const Tensor& out) {
         FromF32(row.data(), out.dtype(), AddElems(out.raw_data(), (p * oh + oy) * ow, out.dtype()), ow);
       }
     }
+  }
+}
+
+namespace {
+
+// PyTorch's nearest_idx (aten/src/ATen/native/UpSample.h) for an explicit
+// output size: the identity and an exact x2 are special-cased there, anything
+// else is floor(dst * scale) with the scale in float, clamped to the input.
+int64_t NearestSource(int64_t dst, int64_t in, int64_t out) {
+  if (out == in) return dst;
+  if (out == 2 * in) return dst >> 1;
+  const float scale = static_cast<float>(in) / static_cast<float>(out);
+  return std::min(static_cast<int64_t>(std::floor(static_cast<float>(dst) * scale)), in - 1);
+}
+
+// T is the element's bit pattern: nearest copies values, so bf16 needs no
+// conversion. Output rows reading the source row of the row above are a copy
+// of it (every other row in an x2 upsample).
+template <typename T>
+void NearestPlanes(const T* x, T* out, int64_t planes, int64_t ih, int64_t iw, int64_t oh, int64_t ow) {
+  std::vector<int64_t> sy(oh), sx(ow);
+  for (int64_t o = 0; o < oh; ++o) sy[o] = NearestSource(o, ih, oh);
+  for (int64_t o = 0; o < ow; ++o) sx[o] = NearestSource(o, iw, ow);
+  const bool double_width = ow == 2 * iw;
+#pragma omp parallel for num_threads(NumThreads()) if (planes * oh * ow > 16384)
+  for (int64_t p = 0; p < planes; ++p) {
+    const T* src_plane = x + p * ih * iw;
+    T* dst_plane = out + p * oh * ow;
+    for (int64_t oy = 0; oy < oh; ++oy) {
+      T* dst = dst_plane + oy * ow;
+      if (oy > 0 && sy[oy] == sy[oy - 1]) {
+        std::memcpy(dst, dst - ow, static_cast<size_t>(ow) * sizeof(T));
+        continue;
+      }
+      const T* src = src_plane + sy[oy] * iw;
+      if (double_width) {
+        for (int64_t ix = 0; ix < iw; ++ix) dst[2 * ix] = dst[2 * ix + 1] = src[ix];
+      } else {
+        for (int64_t ox = 0; ox < ow; ++ox) dst[ox] = src[sx[ox]];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void ResizeNearest(const Tensor& x, const Tensor& out) {
+  const int64_t planes = x.dim(0) * x.dim(1), ih = x.dim(2), iw = x.dim(3), oh = out.dim(2), ow = out.dim(3);
+  if (DTypeSize(x.dtype()) == 4) {
+    NearestPlanes(static_cast<const uint32_t*>(x.raw_data()), static_cast<uint32_t*>(out.raw_data()), planes, ih, iw,
+                  oh, ow);
+  } else {
+    NearestPlanes(static_cast<const uint16_t*>(x.raw_data()), static_cast<uint16_t*>(out.raw_data()), planes, ih, iw,
+                  oh, ow);
   }
 }
 

@@ -1,21 +1,16 @@
 #include "models/omni_vision/omni_vision_encoder.h"
 
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include <fmt/core.h>
 
+#include "core/config.h"
 #include "ops/shape_ops.h"
 
 namespace omni::models {
 namespace {
 
-StatusOr<std::string> ReadText(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound(fmt::format("cannot read {}", path.string()));
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+StatusOr<std::string> ReadText(const std::filesystem::path& path) { return ReadTextFile(path.string()); }
 
 }  // namespace
 

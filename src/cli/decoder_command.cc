@@ -1,0 +1,172 @@
+#include "cli/decoder_command.h"
+
+#include <CLI/CLI.hpp>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <thread>
+
+#include "cli/process_info.h"
+#include "core/log.h"
+#include "models/vision_decoder/vision_decoder.h"
+#include "net/http_server.h"
+#include "ops/threading.h"
+#include "services/decoder/decoder_http.h"
+#include "services/decoder/decoder_service.h"
+#include "services/decoder/sp_group.h"
+#include "storage/open_store.h"
+#include "storage/s3/s3_store.h"
+
+namespace omni::cli {
+namespace {
+
+std::string SelfPath() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("omniserve") : p.string();
+}
+
+// Compute threads per rank: the flag, or the cores shared among the ranks.
+int ThreadsPerRank(const DecoderFlags& f) {
+  if (f.threads > 0) return f.threads;
+  if (f.sp <= 1) return 0;  // the runtime's default
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::max(1, static_cast<int>(cores) / f.sp);
+}
+
+}  // namespace
+
+CLI::App* AddDecoderCommand(CLI::App& app, DecoderFlags* f) {
+  CLI::App* sub = app.add_subcommand("decoder", "vision decoder server (POST /v1/decode); audio comes later");
+  sub->add_option("--modality", f->modality, "vision (audio is not in this build yet)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"vision", "audio"}));
+  sub->add_option("--model", f->model,
+                  "decoder folder (model_index.json, transformer/, transformer2/, vae/, token_embedder/, scheduler/)")
+      ->required();
+  sub->add_option("--store", f->store, "object store the images are written to (file:///dir or s3://bucket...)");
+  sub->add_option("--host", f->host, "listen address")->capture_default_str();
+  sub->add_option("--port", f->port, "listen port (0: the OS picks)")->capture_default_str()->check(CLI::Range(0, 65535));
+  sub->add_option("--served-model-name", f->served_model_name,
+                  "model name in the API and in the object keys (default: the folder's name)");
+  sub->add_option("--sp", f->sp,
+                  "sequence-parallel ranks: the DiT runs over this many processes (Ulysses); must divide its heads")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  sub->add_option("--max-queue", f->max_queue, "requests waiting behind the running one; more get 429")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 16));
+  sub->add_option("--threads", f->threads,
+                  "compute threads per rank (0: OMP_NUM_THREADS if set, else the cores divided among the ranks)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
+  sub->add_option("--default-steps", f->default_steps, "diffusion steps when /v1/decode names none")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 200));
+  sub->add_option("--url-ttl", f->url_ttl_s, "lifetime in seconds of the presigned URLs in answers")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 7 * 24 * 3600));
+  sub->add_option("--sp-timeout-ms", f->sp_timeout_ms, "time limit of forming the group and of each collective")
+      ->capture_default_str()
+      ->check(CLI::Range(100, 3'600'000));
+  sub->add_option("--drain-timeout-ms", f->drain_timeout_ms, "on SIGTERM, how long the running request may finish")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 3'600'000));
+  // Rank processes are started by rank 0 with these.
+  sub->add_option("--rank", f->rank)->group("")->check(CLI::Range(0, 63));
+  sub->add_option("--rendezvous", f->rendezvous)->group("");
+  sub->add_option("--generation", f->generation)->group("");
+  return sub;
+}
+
+int RunDecoderCommand(const DecoderFlags& f) {
+  if (f.modality != "vision") {
+    OMNI_LOG(kError, "decoder: --modality {} is not in this build yet (the speech output issue)", f.modality);
+    return 2;
+  }
+  if (const int threads = ThreadsPerRank(f); threads > 0) ops::SetNumThreads(threads);
+  if (f.rank == 0) LogProcessInfo();
+  auto model = models::VisionDecoder::Load(f.model);
+  if (!model.ok()) {
+    OMNI_LOG(kError, "decoder: {}", model.status().ToString());
+    return 2;
+  }
+  if (Status sp = (*model)->CheckSequenceParallel(f.sp); !sp.ok()) {
+    OMNI_LOG(kError, "decoder: --sp: {}", sp.message());
+    return 2;
+  }
+  if (f.rank > 0) {
+    return decoder::RunSpRank(**model, f.rank, f.sp, f.rendezvous, f.generation,
+                              std::chrono::milliseconds(f.sp_timeout_ms));
+  }
+  if (f.store.empty()) {
+    OMNI_LOG(kError, "decoder: --store is required");
+    return 2;
+  }
+  auto opened = OpenObjectStore(f.store, S3CredentialsFromEnv());
+  if (!opened.ok()) {
+    OMNI_LOG(kError, "decoder: --store: {}", opened.status().ToString());
+    return 2;
+  }
+  std::unique_ptr<ObjectStore> store = std::move(opened).value();
+  ::signal(SIGPIPE, SIG_IGN);  // a rank that died closes its stdin pipe
+  std::unique_ptr<decoder::SpGroup> group;
+  if (f.sp > 1) {
+    std::vector<std::string> child = {SelfPath(), "decoder", "--model", f.model, "--threads",
+                                      std::to_string(ThreadsPerRank(f))};
+    auto started = decoder::SpGroup::Start(
+        model->get(), {.sp = f.sp, .child_argv = child, .timeout = std::chrono::milliseconds(f.sp_timeout_ms)});
+    if (!started.ok()) {
+      OMNI_LOG(kError, "decoder: {}", started.status().ToString());
+      return 1;
+    }
+    group = std::move(started).value();
+  }
+  const std::string served = !f.served_model_name.empty()
+                                 ? f.served_model_name
+                                 : std::filesystem::path(f.model).lexically_normal().filename().string();
+  MetricsRegistry registry;
+  AddProcessInfoMetrics(registry);
+  const models::VisionDecoder& vd = **model;
+  decoder::VisionGenerateFn generate =
+      group ? decoder::VisionGenerateFn([&group](const auto& r, const auto& h, auto* t) { return group->Generate(r, h, t); })
+            : decoder::VisionGenerateFn([&vd](const auto& r, const auto& h, auto* t) { return vd.Generate(r, h, t); });
+  decoder::DecoderService service({.model_id = served,
+                                   .store = store.get(),
+                                   .store_uri = f.store,
+                                   .url_ttl = std::chrono::seconds(f.url_ttl_s),
+                                   .default_steps = f.default_steps,
+                                   .vocab_size = static_cast<int>(vd.vocab_size()),
+                                   .metrics = &registry},
+                                  std::move(generate));
+  decoder::DecoderHttpAdapter adapter(service, registry,
+                                      {.max_queue = f.max_queue, .vocab_size = static_cast<int>(vd.vocab_size())});
+  HttpServerOptions http;
+  http.host = f.host;
+  http.port = static_cast<uint16_t>(f.port);
+  http.metrics = &registry;
+  http.max_body_bytes = 1 << 20;  // 729 tokens are ~12 KB of text
+  http.drain_timeout = std::chrono::milliseconds(f.drain_timeout_ms);
+  HttpServer server(http);
+  adapter.RegisterRoutes(server);
+  if (Status s = server.Start(); !s.ok()) {
+    OMNI_LOG(kError, "decoder: cannot serve {}:{}: {}", f.host, f.port, s.ToString());
+    return 1;
+  }
+  OMNI_LOG(kInfo,
+           "decoder: listening on http://{}:{}; vision model {} ({} DiT blocks, autoguidance {}), store {}, sp {}, "
+           "queue {}",
+           f.host, server.port(), served, vd.transformer().config().depth_single_blocks,
+           vd.transformer2() ? "on" : "off", f.store, f.sp, f.max_queue);
+  server.RunUntilSignal();
+  adapter.Close();
+  adapter.WaitIdle();
+  group.reset();
+  OMNI_LOG(kInfo, "decoder: stopped");
+  return 0;
+}
+
+}  // namespace omni::cli

@@ -1,0 +1,39 @@
+// `omniserve decoder --modality vision --model DIR --store URI --port P [--sp N]`:
+// the vision decoder server (docs/DECODER.md). Loads the model, starts the
+// sequence-parallel ranks when --sp > 1, then listens; SIGTERM drains the
+// running request and answers the waiting ones 503.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace omni::cli {
+
+struct DecoderFlags {
+  std::string modality = "vision";
+  std::string model;
+  std::string store;
+  std::string host = "127.0.0.1";
+  int port = 8200;
+  std::string served_model_name;
+  int sp = 1;
+  int max_queue = 8;
+  int threads = 0;  // compute threads per rank; 0: OMP_NUM_THREADS, else every core (divided among ranks)
+  int default_steps = 25;
+  int url_ttl_s = 3600;
+  int sp_timeout_ms = 120'000;
+  int drain_timeout_ms = 60'000;
+  // Set by rank 0 on the ranks it starts (hidden).
+  int rank = 0;
+  std::string rendezvous;
+  int generation = 0;
+};
+
+CLI::App* AddDecoderCommand(CLI::App& app, DecoderFlags* flags);
+int RunDecoderCommand(const DecoderFlags& flags);
+
+}  // namespace omni::cli
