@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cstring>
+#include <thread>
+#include <vector>
 
 #include "ops/test_util.h"
 
@@ -109,6 +112,57 @@ TEST(ConvTest, TransposedMatchesScatterReference) {
     RunCase(1, G(1, 2, 2, 1, {1, 1, 5}, {1, 1, 3}, {1, 1, 3}, {0, 0, 1}, {1, 1, 2}, {0, 0, 1}), true, dt, seed += 3);
     RunCase(2, G(1, 3, 5, 1, {1, 5, 4}, {1, 3, 3}, {1, 2, 2}, {0, 1, 1}, {1, 1, 1}, {0, 1, 0}), true, dt, seed += 3);
     RunCase(2, G(1, 4, 4, 4, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, {0, 0, 0}), true, dt, seed += 3);
+  }
+}
+
+// Forward is const and documented thread-safe: one Conv run from several
+// threads at once gives every thread the single-threaded result, bit for bit
+// (the cached oneDNN primitive is shared, its scratchpad must not be).
+TEST(ConvTest, ConcurrentForwardMatchesSerial) {
+  struct Case {
+    Shape w, x;
+    ConvParams p;
+  };
+  ConvParams strided;
+  strided.stride = {2};
+  strided.padding = {1};
+  ConvParams same2d;
+  same2d.padding = {1};
+  ConvParams up;
+  up.transposed = true;
+  up.stride = {4};
+  up.padding = {2};
+  const Case cases[] = {
+      {{128, 64, 3}, {1, 64, 512}, strided},
+      {{32, 32, 3, 3}, {2, 32, 24, 24}, same2d},
+      {{64, 32, 8}, {1, 64, 128}, up},
+  };
+  uint32_t seed = 500;
+  for (DType dt : {DType::kBF16, DType::kF32}) {
+    for (const Case& c : cases) {
+      Tensor w = RandomTensor(c.w, dt, seed++), b = RandomTensor({c.p.transposed ? c.w[1] : c.w[0]}, DType::kF32, seed++);
+      Tensor x = RandomTensor(c.x, dt, seed++);
+      Conv conv(w, b, c.p);
+      const std::vector<float> want = conv.Forward(x).ToFloats();
+      constexpr int kThreads = 4, kIters = 24;
+      std::vector<int> mismatches(kThreads, 0);
+      std::vector<std::thread> threads;
+      for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&, t] {
+          for (int i = 0; i < kIters; ++i) {
+            const std::vector<float> got = conv.Forward(x).ToFloats();
+            if (got.size() != want.size() || std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) != 0) {
+              ++mismatches[t];
+            }
+          }
+        });
+      }
+      for (std::thread& th : threads) th.join();
+      for (int t = 0; t < kThreads; ++t) {
+        EXPECT_EQ(mismatches[t], 0) << DTypeName(dt) << " weight " << ShapeToString(c.w) << " thread " << t << ": "
+                                    << mismatches[t] << " of " << kIters << " results differ from the serial one";
+      }
+    }
   }
 }
 

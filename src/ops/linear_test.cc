@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "ops/test_util.h"
 
@@ -112,6 +114,40 @@ TEST(LinearTest, OutputDtypeMayDifferFromInput) {
   }
 }
 
+// Forward is const and documented thread-safe: one Linear run from several
+// threads at once (M > 16, so oneDNN's cached matmul primitive, not the
+// small-M kernel) gives every thread the single-threaded result, bit for bit.
+// oneDNN's library-managed scratchpad is per primitive, so a shared cached
+// primitive must be given a per-call scratchpad.
+TEST(LinearTest, ConcurrentForwardMatchesSerial) {
+  for (DType wdt : {DType::kBF16, DType::kF32}) {
+    const int64_t m = 256, k = 1024, n = 512;
+    Tensor w = RandomTensor({n, k}, wdt, 61);
+    Tensor b = RandomTensor({n}, DType::kF32, 62);
+    Tensor x = RandomTensor({m, k}, wdt, 63);
+    Linear lin(w, b);
+    const std::vector<float> want = lin.Forward(x).ToFloats();
+    constexpr int kThreads = 4, kIters = 24;
+    std::vector<int> mismatches(kThreads, 0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < kIters; ++i) {
+          const std::vector<float> got = lin.Forward(x).ToFloats();
+          if (got.size() != want.size() || std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) != 0) {
+            ++mismatches[t];
+          }
+        }
+      });
+    }
+    for (std::thread& th : threads) th.join();
+    for (int t = 0; t < kThreads; ++t) {
+      EXPECT_EQ(mismatches[t], 0) << DTypeName(wdt) << " thread " << t << ": " << mismatches[t] << " of " << kIters
+                                  << " results differ from the serial one";
+    }
+  }
+}
+
 std::vector<double> RefMatMul(const Tensor& a, const Tensor& b) {
   std::vector<double> av = ToDoubles(a), bv = ToDoubles(b);
   int64_t m = a.dim(-2), k = a.dim(-1), n = b.dim(-1);
@@ -139,6 +175,27 @@ TEST(MatMulTest, BatchedBroadcastAndTransposed) {
     EXPECT_LE(RelError(MatMul(a, bt), RefMatMul(a, bt.Contiguous())), testing::Tolerance(dt));
     Tensor a1 = RandomTensor({1, 1}, dt, 15), b1 = RandomTensor({1, 1}, dt, 16);
     EXPECT_LE(RelError(MatMul(a1, b1), RefMatMul(a1, b1)), testing::Tolerance(dt));
+  }
+}
+
+// MatMul creates its primitive per call (on the calling thread), so it too
+// gives every thread the serial result.
+TEST(MatMulTest, ConcurrentMatchesSerial) {
+  for (DType dt : {DType::kBF16, DType::kF32}) {
+    Tensor a = RandomTensor({4, 128, 256}, dt, 71), b = RandomTensor({4, 256, 128}, dt, 72);
+    const std::vector<float> want = MatMul(a, b).ToFloats();
+    constexpr int kThreads = 4, kIters = 24;
+    std::vector<int> mismatches(kThreads, 0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < kIters; ++i) {
+          if (MatMul(a, b).ToFloats() != want) ++mismatches[t];
+        }
+      });
+    }
+    for (std::thread& th : threads) th.join();
+    for (int t = 0; t < kThreads; ++t) EXPECT_EQ(mismatches[t], 0) << DTypeName(dt) << " thread " << t;
   }
 }
 

@@ -32,6 +32,9 @@ struct CpuConv::Impl {
     dnnl::primitive prim;
     memory::desc src, dst;  // the primitive's (possibly blocked) layouts
     memory weights;
+    // The primitive runs with a user scratchpad (UserScratchpadAttr): it is
+    // shared by every thread that calls Forward.
+    memory::desc scratchpad;
   };
 
   ConvSpec spec;
@@ -66,14 +69,16 @@ struct CpuConv::Impl {
       dnnl::deconvolution_forward::primitive_desc pd(
           dnnl::deconvolution_forward::desc(kind, dnnl::algorithm::deconvolution_direct, src, wei, bias_md, dst,
                                             strides, dil, pl, pr),
-          DnnlEngine());
-      return {dnnl::deconvolution_forward(pd), pd.src_desc(), pd.dst_desc(), memory(pd.weights_desc(), DnnlEngine())};
+          UserScratchpadAttr(), DnnlEngine());
+      return {dnnl::deconvolution_forward(pd), pd.src_desc(), pd.dst_desc(), memory(pd.weights_desc(), DnnlEngine()),
+              pd.scratchpad_desc()};
     }
     dnnl::convolution_forward::primitive_desc pd(
         dnnl::convolution_forward::desc(kind, dnnl::algorithm::convolution_direct, src, wei, bias_md, dst, strides,
                                         dil, pl, pr),
-        DnnlEngine());
-    return {dnnl::convolution_forward(pd), pd.src_desc(), pd.dst_desc(), memory(pd.weights_desc(), DnnlEngine())};
+        UserScratchpadAttr(), DnnlEngine());
+    return {dnnl::convolution_forward(pd), pd.src_desc(), pd.dst_desc(), memory(pd.weights_desc(), DnnlEngine()),
+            pd.scratchpad_desc()};
   }
 
   // The cached entry for this shape; its weights share `packed` unless the
@@ -184,6 +189,7 @@ void CpuConv::Forward(const Tensor& x, const Tensor& out) const {
     memory dst = user_dst.get_desc() == e.dst ? user_dst : memory(e.dst, DnnlEngine());
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, e.weights}, {DNNL_ARG_DST, dst}};
     if (s.bias) args.emplace(DNNL_ARG_BIAS, s.bias);
+    if (memory scratch = DnnlScratchpad(e.scratchpad)) args.emplace(DNNL_ARG_SCRATCHPAD, scratch);
     e.prim.execute(stream, args);
     if (dst != user_dst) dnnl::reorder(dst, user_dst).execute(stream, dst, user_dst);
     stream.wait();

@@ -16,4 +16,17 @@ dnnl::engine& DnnlEngine();
 dnnl::stream& DnnlStream();
 dnnl::memory::data_type DnnlType(DType dtype);
 
+// Attributes for a primitive that is cached and executed from any thread:
+// scratchpad_mode::user. In the default (library) mode oneDNN binds a
+// primitive to the scratchpad of the thread that created it, so two threads
+// executing one primitive (or two primitives created on one thread) at once
+// overwrite each other's temporaries. Execute such a primitive with
+// DnnlScratchpad(pd.scratchpad_desc()) as DNNL_ARG_SCRATCHPAD.
+dnnl::primitive_attr UserScratchpadAttr();
+// A scratchpad for `md` in the calling thread's buffer (64-byte aligned,
+// grown on demand, never shrunk). Valid until this thread's next call; a
+// stream executes in order, so one buffer per thread suffices. Empty (a
+// null memory) when md's size is 0.
+dnnl::memory DnnlScratchpad(const dnnl::memory::desc& md);
+
 }  // namespace omni::cpu

@@ -84,6 +84,9 @@ struct CpuLinear::Impl {
   struct Entry {
     dnnl::matmul prim;
     memory weights;  // packed_ unless this M wanted another layout
+    // The primitive runs with a user scratchpad (UserScratchpadAttr): it is
+    // shared by every thread that calls Forward.
+    memory::desc scratchpad;
   };
 
   DType weight_dtype;
@@ -104,9 +107,9 @@ struct CpuLinear::Impl {
     memory::desc src({m, k}, DnnlType(weight_dtype), Tag::ab);
     memory::desc dst({m, n}, DnnlType(dst_dtype), Tag::ab);
     if (bias) {
-      return {dnnl::matmul::desc(src, wei, bias.get_desc(), dst), DnnlEngine()};
+      return {dnnl::matmul::desc(src, wei, bias.get_desc(), dst), UserScratchpadAttr(), DnnlEngine()};
     }
-    return {dnnl::matmul::desc(src, wei, dst), DnnlEngine()};
+    return {dnnl::matmul::desc(src, wei, dst), UserScratchpadAttr(), DnnlEngine()};
   }
   memory::desc AnyWeights() const { return memory::desc({k, n}, DnnlType(weight_dtype), Tag::any); }
 
@@ -116,7 +119,7 @@ struct CpuLinear::Impl {
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
     auto pd = MakePd(m, dst_dtype, AnyWeights());
-    Entry e{dnnl::matmul(pd), packed};
+    Entry e{dnnl::matmul(pd), packed, pd.scratchpad_desc()};
     if (pd.weights_desc() != packed.get_desc()) {
       OMNI_LOG(kDebug, "linear {}x{}: M={} prefers another weight layout; repacking", n, k, m);
       e.weights = memory(pd.weights_desc(), DnnlEngine());
@@ -231,6 +234,7 @@ void CpuLinear::Forward(const Tensor& x, const Tensor& out) const {
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, src_mem}, {DNNL_ARG_WEIGHTS, e.weights}, {DNNL_ARG_DST, dst_mem}};
     if (s.bias) args.emplace(DNNL_ARG_BIAS, s.bias);
+    if (memory scratch = DnnlScratchpad(e.scratchpad)) args.emplace(DNNL_ARG_SCRATCHPAD, scratch);
     e.prim.execute(DnnlStream(), args);
     DnnlStream().wait();
   } catch (const dnnl::error& e) {

@@ -24,9 +24,8 @@
 #include <vector>
 
 #include "core/status.h"
-#include "media/image_encode.h"
 #include "models/vision_decoder/vision_decoder.h"
-#include "models/vision_decoder/vision_tokens.h"
+#include "services/decoder/decode_request.h"
 #include "net/metrics.h"
 #include "storage/object_store.h"
 
@@ -48,23 +47,6 @@ struct DecoderServiceOptions {
   MetricsRegistry* metrics = nullptr;  // required
 };
 
-// Which route a request came by: the answer's shape follows it.
-enum class DecodeApi { kOmni, kOmniServe, kOmniServeBase64 };
-
-struct DecodeRequest {
-  DecodeApi api = DecodeApi::kOmni;
-  std::string model;  // empty: the served model
-  models::VisionTokens tokens;
-  std::optional<int> width, height;  // override the ratio's size (multiples of 16 in [64, 2048])
-  std::optional<int> steps;          // [1, 200]; absent: the route's default
-  std::optional<float> guidance;     // [0, 2]; absent: 0.75
-  std::optional<uint64_t> seed;      // absent: drawn at random and reported
-  media::ImageFormat format = media::ImageFormat::kPng;
-  int quality = 90;                  // WebP / JPEG
-  bool inline_image = false;         // also answer with the image bytes (base64)
-  std::string user;                  // the fair queue's key ("" for anonymous)
-};
-
 struct DecodeStageTimes {
   double condition_ms = 0, denoise_ms = 0, vae_ms = 0, encode_ms = 0, store_ms = 0;
 };
@@ -80,14 +62,6 @@ struct DecodeResult {
   DecodeStageTimes times;
 };
 
-// Request bodies (docs/DECODER.md). /v1/decode: {"model", "tokens": "<|vision_ratio_3:4|>..." |
-// {"ratio", "ids"}, "steps", "guidance", "seed", "format", "quality", "width", "height",
-// "response_format": "url" | "b64_json", "user"}. OmniServe's /decode and /decode_base64:
-// {"vlm_output", "width", "height", "num_inference_steps", "guidance_scale", "seed"} (its S3
-// upload fields are accepted and ignored: the image always goes to the store).
-// InvalidArgument names the field at fault.
-StatusOr<DecodeRequest> ParseDecodeRequest(std::string_view body, int vocab_size = 65536);
-StatusOr<DecodeRequest> ParseOmniServeDecodeRequest(std::string_view body, bool base64, int vocab_size = 65536);
 // The answer's JSON in the request's API shape.
 std::string DecodeResultJson(const DecodeResult& result, const DecodeRequest& request, std::string_view model);
 

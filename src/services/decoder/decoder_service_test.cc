@@ -208,7 +208,9 @@ TEST_F(DecoderServiceTest, BadRequestsGetPreciseErrors) {
     auto r = ParseDecodeRequest(c.body);
     ASSERT_FALSE(r.ok()) << c.body.substr(0, 80);
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << c.body.substr(0, 80);
-    if (!c.param.empty()) EXPECT_EQ(r.status().param(), c.param) << r.status().ToString();
+    if (!c.param.empty()) {
+      EXPECT_EQ(r.status().param(), c.param) << r.status().ToString();
+    }
   }
   // The token string's own id limit: 99999 is past the table (the parser's
   // message says which token).
