@@ -204,6 +204,7 @@ int Main(int argc, char** argv) {
   OMNI_CHECK(argc >= 2) << "usage: vision_decoder_bench MODEL_DIR [REPS]";
   const std::string model_dir = argv[1];
   const int reps = argc > 2 ? std::atoi(argv[2]) : 2;
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines as they come, through a pipe too
   const int threads = ops::NumThreads();
   std::printf("vision decoder bench: %dx%d (latent %ldx%ld = %ld tokens), %d threads, best of %d\n", kWidth, kHeight,
               static_cast<long>(kH), static_cast<long>(kW), static_cast<long>(kTokens), threads, reps);

@@ -24,6 +24,7 @@ namespace {
 
 constexpr char kDemoModelName[] = "omni-demo";
 constexpr char kDemoVisionEncoderName[] = "omni-demo-ve";
+constexpr char kDemoVisionDecoderName[] = "omni-demo-vd";
 
 // The roles of the full stack, in start order; `up` starts the ones this
 // build has and says which it lacks.
@@ -60,6 +61,18 @@ StatusOr<std::string> EnsureDemoVisionEncoder(const std::string& data_dir) {
   OMNI_LOG(kInfo, "up: writing the demo vision encoder to {}", dir);
   DemoModelFlags flags;
   flags.component = "ve";
+  flags.out = dir;
+  OMNI_RETURN_IF_ERROR(WriteDemoModel(flags));
+  return dir;
+}
+
+// Writes the demo vision decoder once; later starts reuse it.
+StatusOr<std::string> EnsureDemoVisionDecoder(const std::string& data_dir) {
+  std::string dir = data_dir + "/models/" + kDemoVisionDecoderName;
+  if (std::filesystem::exists(dir + "/model_index.json")) return dir;
+  OMNI_LOG(kInfo, "up: writing the demo vision decoder to {}", dir);
+  DemoModelFlags flags;
+  flags.component = "vd";
   flags.out = dir;
   OMNI_RETURN_IF_ERROR(WriteDemoModel(flags));
   return dir;
@@ -135,11 +148,13 @@ std::string YamlQuoted(std::string_view s) {
 
 // The gateway's config for the stack: one LLM pool over the replicas, picked
 // by llm-d's default weights (prefix 3, queue 2, KV utilization 2) after the
-// health and saturation filters (docs/GATEWAY.md); one vision encoder pool,
-// picked by the gateway's own count of requests in flight. The stack's store
+// health and saturation filters (docs/GATEWAY.md); one vision encoder pool
+// and one vision decoder pool, picked by the gateway's own count of requests
+// in flight. The stack's store
 // lets a precise-prefix-cache-scorer (a hand-edited config) score media parts.
 std::string GatewayYaml(const std::string& host, const std::vector<uint16_t>& llm_ports, const std::string& model,
-                        uint16_t encoder_port, const std::string& encoder_model, const std::string& store_uri) {
+                        uint16_t encoder_port, const std::string& encoder_model, uint16_t decoder_port,
+                        const std::string& decoder_model, const std::string& store_uri) {
   std::string endpoints;
   for (uint16_t p : llm_ports) endpoints += (endpoints.empty() ? "\"" : ", \"") + HostPort(host, p) + "\"";
   return "# Written by `omniserve up` at every start.\n"
@@ -176,6 +191,11 @@ std::string GatewayYaml(const std::string& host, const std::vector<uint16_t>& ll
          "  role: vision-encoder\n"
          "  models: [" + YamlQuoted(encoder_model) + "]\n"
          "  endpoints: [\"" + HostPort(host, encoder_port) + "\"]\n"
+         "  schedulingProfile: encoder\n"
+         "- name: vision-decoder\n"
+         "  role: vision-decoder\n"
+         "  models: [" + YamlQuoted(decoder_model) + "]\n"
+         "  endpoints: [\"" + HostPort(host, decoder_port) + "\"]\n"
          "  schedulingProfile: encoder\n";
 }
 
@@ -237,9 +257,12 @@ struct Plan {
   std::string store;       // the orchestrator's and every replica's
   std::string encoder_dir;
   std::string encoder_name;  // served
+  std::string decoder_dir;
+  std::string decoder_name;  // served
 };
 
-// `ports`: one per replica, then the gateway's, then the vision encoder's.
+// `ports`: one per replica, then the gateway's, the vision encoder's and the
+// vision decoder's.
 StatusOr<Stack> StackChildren(const UpOptions& options, uint16_t client_port, const std::vector<uint16_t>& ports,
                               const std::string& data_dir, const Plan& plan, HttpClient& health_client) {
   const std::vector<std::string> global = {options.self_path, "--log-level", options.log_level, "--log-format",
@@ -284,13 +307,21 @@ StatusOr<Stack> StackChildren(const UpOptions& options, uint16_t client_port, co
     }
     children.push_back(role("vision-encoder", std::move(args), plan.config.vision_encoder.args, encoder_port));
   }
+  const uint16_t decoder_port = ports[plan.replicas + 2];
+  children.push_back(role("vision-decoder",
+                          {"decoder", "--modality", "vision", "--model", plan.decoder_dir, "--served-model-name",
+                           plan.decoder_name, "--store", plan.store, "--threads",
+                           std::to_string(plan.config.vision_decoder.threads > 0 ? plan.config.vision_decoder.threads
+                                                                                 : threads)},
+                          plan.config.vision_decoder.args, decoder_port));
   const std::string run_dir = data_dir + "/run";
   std::error_code ec;
   std::filesystem::create_directories(run_dir, ec);
   if (ec) return Internal("cannot create " + run_dir + ": " + ec.message());
   const std::string gateway_config = run_dir + "/gateway.yaml";
   OMNI_RETURN_IF_ERROR(WriteFileAtomically(
-      gateway_config, GatewayYaml(options.host, llm_ports, plan.model_name, encoder_port, plan.encoder_name, plan.store)));
+      gateway_config, GatewayYaml(options.host, llm_ports, plan.model_name, encoder_port, plan.encoder_name, decoder_port,
+                                plan.decoder_name, plan.store)));
   const uint16_t gateway_port = ports[plan.replicas];
   children.push_back(role("gateway", {"gateway", "--config", gateway_config}, plan.config.gateway_args, gateway_port));
 
@@ -345,6 +376,21 @@ StatusOr<Plan> MakePlan(const UpOptions& options, const std::string& data_dir) {
                             ? std::string(kDemoVisionEncoderName)
                             : std::filesystem::path(plan.encoder_dir).filename().string();
   }
+  if (plan.config.vision_decoder.model.empty()) {
+    OMNI_ASSIGN_OR_RETURN(plan.decoder_dir, EnsureDemoVisionDecoder(data_dir));
+  } else {
+    plan.decoder_dir = std::filesystem::absolute(plan.config.vision_decoder.model).lexically_normal().string();
+    if (!std::filesystem::exists(plan.decoder_dir + "/model_index.json")) {
+      return InvalidArgument("--config " + options.config + ": vision_decoder.model: no model_index.json in " +
+                             plan.decoder_dir);
+    }
+  }
+  plan.decoder_name = plan.config.vision_decoder.served_model_name;
+  if (plan.decoder_name.empty()) {
+    plan.decoder_name = plan.config.vision_decoder.model.empty()
+                            ? std::string(kDemoVisionDecoderName)
+                            : std::filesystem::path(plan.decoder_dir).filename().string();
+  }
   plan.replicas = options.llm_replicas.value_or(plan.config.llm.replicas.value_or(2));
   plan.store = plan.config.store;
   if (plan.store.empty()) {
@@ -391,9 +437,9 @@ int RunUp(const UpOptions& options) {
     OMNI_LOG(kError, "up: {}", plan.status().ToString());
     return plan.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
-  // The replicas', the gateway's, the vision encoder's and (with --port 0)
-  // the client port.
-  StatusOr<std::vector<uint16_t>> ports = PickFreePorts(options.host, plan->replicas + 2 + (options.port == 0));
+  // The replicas', the gateway's, the vision encoder's, the vision decoder's
+  // and (with --port 0) the client port.
+  StatusOr<std::vector<uint16_t>> ports = PickFreePorts(options.host, plan->replicas + 3 + (options.port == 0));
   if (!ports.ok()) {
     OMNI_LOG(kError, "up: {}", ports.status().ToString());
     return 1;

@@ -51,6 +51,19 @@ Status ReadVisionEncoder(const ConfigNode& node, StackConfig::VisionEncoder* ve)
   return r.Finish();
 }
 
+Status ReadVisionDecoder(const ConfigNode& node, StackConfig::VisionDecoder* vd) {
+  ObjectReader r(node, "vision_decoder");
+  OMNI_RETURN_IF_ERROR(r.CheckIsMap());
+  OMNI_RETURN_IF_ERROR(r.GetString("model", &vd->model));
+  OMNI_RETURN_IF_ERROR(r.GetString("served_model_name", &vd->served_model_name));
+  OMNI_RETURN_IF_ERROR(r.GetInt("threads", &vd->threads));
+  OMNI_RETURN_IF_ERROR(r.Require(vd->threads >= 0 && vd->threads <= 1024, "threads", "must be in [0, 1024]"));
+  OMNI_RETURN_IF_ERROR(ReadArgs(
+      r, {"--host", "--port", "--model", "--served-model-name", "--threads", "--store", "--modality", "--rank"},
+      &vd->args));
+  return r.Finish();
+}
+
 }  // namespace
 
 StatusOr<StackConfig> ParseStackConfig(const ConfigNode& root) {
@@ -62,6 +75,7 @@ StatusOr<StackConfig> ParseStackConfig(const ConfigNode& root) {
                                  "store", "expected a file:// or s3:// URI"));
   if (const ConfigNode* llm = r.GetNode("llm")) OMNI_RETURN_IF_ERROR(ReadLlm(*llm, &c.llm));
   if (const ConfigNode* ve = r.GetNode("vision_encoder")) OMNI_RETURN_IF_ERROR(ReadVisionEncoder(*ve, &c.vision_encoder));
+  if (const ConfigNode* vd = r.GetNode("vision_decoder")) OMNI_RETURN_IF_ERROR(ReadVisionDecoder(*vd, &c.vision_decoder));
   if (const ConfigNode* gateway = r.GetNode("gateway")) {
     ObjectReader g(*gateway, "gateway");
     OMNI_RETURN_IF_ERROR(g.CheckIsMap());

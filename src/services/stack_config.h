@@ -14,6 +14,11 @@
 //     served_model_name: seed-omni-8b-ve   # default: the folder's name
 //     threads: 4                           # compute threads; default: as one LLM replica
 //     args: [--max-queue, "64"]            # more `omniserve encoder` flags
+//   vision_decoder:
+//     model: /models/seed-omni-8b/vd       # default: the demo vision decoder
+//     served_model_name: seed-omni-8b-vd   # default: the folder's name
+//     threads: 8                           # compute threads per rank; default: as one LLM replica
+//     args: [--sp, "2"]                    # more `omniserve decoder` flags
 //   gateway: {args: [--request-timeout-s, "900"]}
 //   orchestrator:
 //     timeouts: {llm_s: 900}               # as in the orchestrator's config (docs/ORCHESTRATOR.md)
@@ -47,9 +52,16 @@ struct StackConfig {
     int threads = 0;                // 0: as many as one LLM replica
     std::vector<std::string> args;  // more `omniserve encoder` flags
   };
+  struct VisionDecoder {
+    std::string model;              // empty: the demo vision decoder, written to DATA_DIR on first start
+    std::string served_model_name;  // empty: the folder's name
+    int threads = 0;                // per rank; 0: as many as one LLM replica
+    std::vector<std::string> args;  // more `omniserve decoder` flags
+  };
   std::string store;  // file:// or s3:// URI; empty: file://DATA_DIR/objects
   Llm llm;
   VisionEncoder vision_encoder;
+  VisionDecoder vision_decoder;
   std::vector<std::string> gateway_args;
   orchestrator::OrchestratorTimeouts orchestrator_timeouts;
   orchestrator::MediaConfig orchestrator_media;  // vision_encoder is up's to set

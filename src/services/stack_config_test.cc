@@ -19,6 +19,7 @@ TEST(StackConfig, ReadsEveryField) {
       "  replicas: 3\n"
       "  threads: 4\n"
       "  args: [--kv-cache-memory, '8589934592']\n"
+      "vision_decoder: {model: /models/seed/vd, served_model_name: seed-vd, threads: 2, args: [--sp, '2']}\n"
       "gateway: {args: [--request-timeout-s, '900']}\n"
       "orchestrator: {timeouts: {llm_s: 900, probe_ms: 500}, args: [--io-threads, '4']}\n");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
@@ -28,6 +29,10 @@ TEST(StackConfig, ReadsEveryField) {
   EXPECT_EQ(c->llm.replicas, 3);
   EXPECT_EQ(c->llm.threads, 4);
   EXPECT_EQ(c->llm.args, (std::vector<std::string>{"--kv-cache-memory", "8589934592"}));
+  EXPECT_EQ(c->vision_decoder.model, "/models/seed/vd");
+  EXPECT_EQ(c->vision_decoder.served_model_name, "seed-vd");
+  EXPECT_EQ(c->vision_decoder.threads, 2);
+  EXPECT_EQ(c->vision_decoder.args, (std::vector<std::string>{"--sp", "2"}));
   EXPECT_EQ(c->gateway_args, (std::vector<std::string>{"--request-timeout-s", "900"}));
   EXPECT_EQ(c->orchestrator_timeouts.llm, std::chrono::seconds(900));
   EXPECT_EQ(c->orchestrator_timeouts.probe, std::chrono::milliseconds(500));
@@ -57,6 +62,7 @@ TEST(StackConfig, ErrorsNameTheField) {
            {"orchestrator: {timeouts: {llm_s: -1}}\n", "orchestrator.timeouts.llm_s"},
            {"llm: {modle: /x}\n", "modle"},
            {"encoder: {}\n", "encoder"},
+           {"vision_decoder: {args: [--rank, '1']}\n", "vision_decoder.args: --rank is set by up itself"},
        }) {
     auto parsed = Parse(c.yaml);
     ASSERT_FALSE(parsed.ok()) << c.yaml;

@@ -55,7 +55,7 @@ TEST(UpTest, ServesTheOpenAiApiOnTheDemoModelAndStopsOnSigterm) {
   EXPECT_LT(log.find("llm-0 (pid"), log.find("started llm-1")) << log;
   EXPECT_LT(log.find("llm-1 (pid"), log.find("started gateway")) << log;
   EXPECT_LT(log.find("gateway (pid"), log.find("started orchestrator")) << log;
-  EXPECT_NE(log.find("up: roles started: llm, encoder, gateway, orchestrator;"), std::string::npos) << log;
+  EXPECT_NE(log.find("up: roles started: llm, encoder, decoder, gateway, orchestrator;"), std::string::npos) << log;
 
   // The client port's /health reports every child.
   auto health = client.Request({.url = base + "/health"});
@@ -67,7 +67,7 @@ TEST(UpTest, ServesTheOpenAiApiOnTheDemoModelAndStopsOnSigterm) {
     reported.push_back(c["name"].get<std::string>());
     EXPECT_EQ(c["status"], "ok") << health->body;
   }
-  EXPECT_EQ(reported, (std::vector<std::string>{"gateway", "store", "llm-0", "llm-1", "vision-encoder"}))
+  EXPECT_EQ(reported, (std::vector<std::string>{"gateway", "store", "llm-0", "llm-1", "vision-encoder", "vision-decoder"}))
       << health->body;
 
   auto models = client.Request({.url = base + "/v1/models"});
@@ -121,7 +121,7 @@ TEST(UpTest, ServesTheOpenAiApiOnTheDemoModelAndStopsOnSigterm) {
     ASSERT_FALSE(j.is_discarded()) << line;
     roles.insert(j["role"].get<std::string>());
   }
-  EXPECT_EQ(roles, (std::set<std::string>{"up", "llm", "encoder", "gateway", "orchestrator"}));
+  EXPECT_EQ(roles, (std::set<std::string>{"up", "llm", "encoder", "decoder", "gateway", "orchestrator"}));
   // Stopped in reverse start order: the orchestrator, the gateway, then the replicas.
   const std::string& out = up.output();
   const size_t stop = out.find("up: signal");
@@ -165,7 +165,7 @@ TEST(UpTest, AConfigPointsTheStackAtAModelFolderAStoreAndRoleFlags) {
   auto hj = nlohmann::json::parse(health->body);
   std::vector<std::string> reported;
   for (const auto& c : hj["components"]) reported.push_back(c["name"].get<std::string>());
-  EXPECT_EQ(reported, (std::vector<std::string>{"gateway", "store", "llm-0", "vision-encoder"})) << health->body;
+  EXPECT_EQ(reported, (std::vector<std::string>{"gateway", "store", "llm-0", "vision-encoder", "vision-decoder"})) << health->body;
   EXPECT_EQ(hj["components"][1]["url"], "file://" + dir + "/objects") << health->body;
   auto chat = client.Request({.method = HttpMethod::kPost, .url = base + "/v1/chat/completions",
                               .body = R"({"model":"my-llm","max_tokens":4,"messages":[{"role":"user","content":"hi"}]})"});
