@@ -201,21 +201,3 @@ TEST(MatMulTest, ConcurrentMatchesSerial) {
 
 }  // namespace
 }  // namespace omni::ops
-// TEMP_BENCH
-#include <chrono>
-namespace omni::ops {
-TEST(LinearTest, DISABLED_TempBench) {
-  Tensor w = testing::RandomTensor({1920, 7680}, DType::kBF16, 1);
-  Tensor x = testing::RandomTensor({256, 7680}, DType::kBF16, 2);
-  Linear lin(w);
-  for (int i = 0; i < 3; ++i) lin.Forward(x);
-  std::vector<double> ts;
-  for (int i = 0; i < 30; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    lin.Forward(x);
-    ts.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(ts.begin(), ts.end());
-  printf("BENCH min %.2f ms median %.2f ms\n", ts[0], ts[ts.size() / 2]);
-}
-}  // namespace omni::ops

@@ -1,6 +1,7 @@
 #include "storage/content_hash.h"
 
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <xxhash.h>
 
 #include "core/ascii.h"
@@ -48,6 +49,15 @@ std::string Sha256Hex(std::string_view bytes) {
   Sha256Hasher hasher;
   hasher.Update(bytes);
   return hasher.FinishHex();
+}
+
+std::string HmacSha256(std::string_view key, std::string_view data) {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int out_len = 0;
+  unsigned char* ok = HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+                           reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &out_len);
+  OMNI_CHECK(ok != nullptr) << "HMAC-SHA256 failed";
+  return std::string(reinterpret_cast<const char*>(out), out_len);
 }
 
 struct Xxh128Hasher::State {

@@ -19,6 +19,10 @@ namespace omni {
 // Hex digest of `bytes` (64 characters).
 std::string Sha256Hex(std::string_view bytes);
 
+// Raw 32-byte HMAC-SHA256 of `data` under `key` (SigV4 signing, the signed
+// object URLs of signed_url.h).
+std::string HmacSha256(std::string_view key, std::string_view data);
+
 // Incremental form, for data that arrive in chunks.
 class Sha256Hasher {
  public:

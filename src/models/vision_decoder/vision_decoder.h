@@ -21,11 +21,9 @@
 // the latent's tokens, with Ulysses attention (parallel/ulysses_attention.h)
 // exchanging heads for tokens around each attention.
 //
-// Thread-safety: immutable after Load, but run one Generate or
-// GenerateSharded at a time per loaded model: concurrent calls on one model
-// were seen to change the image (a oneDNN matmul primitive shared across
-// threads; see the session note), so the decoder's FairQueue runs one at a
-// time and the sharded tests load one model per rank.
+// Thread-safety: immutable after Load; Generate and GenerateSharded may run
+// concurrently (the cached oneDNN primitives run with a per-thread
+// scratchpad; ops' ConcurrentForwardMatchesSerial tests check it).
 #pragma once
 
 #include <cstdint>

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "core/check.h"
+#include "storage/content_hash.h"
 
 namespace omni {
 namespace {
@@ -152,15 +153,6 @@ std::string FormatAmzDate(std::chrono::system_clock::time_point t) {
   char buf[32];
   std::strftime(buf, sizeof(buf), "%Y%m%dT%H%M%SZ", &tm);
   return buf;
-}
-
-std::string HmacSha256(std::string_view key, std::string_view data) {
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int out_len = 0;
-  unsigned char* ok = HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-                           reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &out_len);
-  OMNI_CHECK(ok != nullptr) << "HMAC-SHA256 failed";
-  return std::string(reinterpret_cast<const char*>(out), out_len);
 }
 
 std::string HexEncode(std::string_view bytes) {

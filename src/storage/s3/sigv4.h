@@ -98,8 +98,7 @@ std::string CanonicalQueryString(const QueryParams& query);
 std::string FormatAmzDate(std::chrono::system_clock::time_point t);
 
 // Sha256Hex (hex sha256 of bytes) comes from storage/content_hash.h.
-// Raw 32-byte HMAC-SHA256.
-std::string HmacSha256(std::string_view key, std::string_view data);
+// HmacSha256 (raw 32-byte HMAC-SHA256) comes from storage/content_hash.h too.
 std::string HexEncode(std::string_view bytes);
 // The raw 32-byte signing key for `date` ("20130524").
 std::string SigV4SigningKey(std::string_view secret, std::string_view date, const SigV4Scope& scope);
