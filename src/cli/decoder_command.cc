@@ -11,6 +11,7 @@
 
 #include "cli/process_info.h"
 #include "core/log.h"
+#include "modelfile/tensor_object.h"
 #include "models/vision_decoder/vision_decoder.h"
 #include "net/http_server.h"
 #include "ops/threading.h"
@@ -115,8 +116,9 @@ int RunDecoderCommand(const DecoderFlags& f) {
   ::signal(SIGPIPE, SIG_IGN);  // a rank that died closes its stdin pipe
   std::unique_ptr<decoder::SpGroup> group;
   if (f.sp > 1) {
-    std::vector<std::string> child = {SelfPath(), "decoder", "--model", f.model, "--threads",
-                                      std::to_string(ThreadsPerRank(f))};
+    std::vector<std::string> child = {SelfPath(),  "decoder",         "--model",
+                                      f.model,     "--threads",       std::to_string(ThreadsPerRank(f)),
+                                      "--sp-timeout-ms", std::to_string(f.sp_timeout_ms)};
     auto started = decoder::SpGroup::Start(
         model->get(), {.sp = f.sp, .child_argv = child, .timeout = std::chrono::milliseconds(f.sp_timeout_ms)});
     if (!started.ok()) {
@@ -128,6 +130,12 @@ int RunDecoderCommand(const DecoderFlags& f) {
   const std::string served = !f.served_model_name.empty()
                                  ? f.served_model_name
                                  : std::filesystem::path(f.model).lexically_normal().filename().string();
+  // The served name is every key's model segment: refused now, not after
+  // the first image is drawn.
+  if (auto key = GeneratedMediaKey(served, std::string(64, '0'), "png"); !key.ok()) {
+    OMNI_LOG(kError, "decoder: served model name: {} (set --served-model-name)", key.status().message());
+    return 2;
+  }
   MetricsRegistry registry;
   AddProcessInfoMetrics(registry);
   const models::VisionDecoder& vd = **model;
@@ -152,6 +160,9 @@ int RunDecoderCommand(const DecoderFlags& f) {
   http.drain_timeout = std::chrono::milliseconds(f.drain_timeout_ms);
   HttpServer server(http);
   adapter.RegisterRoutes(server);
+  // On SIGTERM accepted requests keep being drawn; those still waiting at
+  // the drain deadline get 503 server_shutdown.
+  server.SetDrainDeadlineHook([&adapter] { adapter.Close(); });
   if (Status s = server.Start(); !s.ok()) {
     OMNI_LOG(kError, "decoder: cannot serve {}:{}: {}", f.host, f.port, s.ToString());
     return 1;

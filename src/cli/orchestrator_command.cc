@@ -83,7 +83,10 @@ int RunOrchestratorCommand(const OrchestratorFlags& f) {
   orchestrator::HttpUpstream upstream(proxy_client, blocking_client);
   orchestrator::OrchestratorService service(*config, upstream, store.get(), Clock::Real(), registry,
                                             &media_client);
-  orchestrator::OrchestratorHttpAdapter adapter(service);
+  // Signed URLs of the store's objects on this port (generated media): the
+  // secret lives as long as the process, so do its URLs.
+  const ObjectUrlSigner signer = ObjectUrlSigner::WithRandomSecret();
+  orchestrator::OrchestratorHttpAdapter adapter(service, store.get(), &signer);
   adapter.RegisterRoutes(server);
   if (Status s = server.Start(); !s.ok()) {
     OMNI_LOG(kError, "orchestrator: cannot serve {}:{}: {}", f.host, f.port, s.ToString());

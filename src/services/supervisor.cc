@@ -1,7 +1,6 @@
 #include "services/supervisor.h"
 
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,8 +9,8 @@
 #include <thread>
 
 #include "core/log.h"
+#include "core/spawn.h"
 
-extern char** environ;
 
 namespace omni {
 
@@ -27,31 +26,11 @@ Supervisor::~Supervisor() { Stop(); }
 
 StatusOr<pid_t> Supervisor::Spawn(const ChildSpec& spec) {
   OMNI_CHECK(!spec.argv.empty()) << "child " << spec.name << " has no argv";
-  std::vector<char*> argv;
-  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // The parent blocks SIGTERM/SIGINT to wait for them synchronously; the
-  // child must start with a clean mask and default dispositions.
-  sigset_t empty, defaults;
-  sigemptyset(&empty);
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGTERM);
-  sigaddset(&defaults, SIGINT);
-  sigaddset(&defaults, SIGPIPE);
-  posix_spawnattr_setsigmask(&attr, &empty);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-
-  pid_t pid = -1;
-  int rc = posix_spawn(&pid, argv[0], nullptr, &attr, argv.data(), environ);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) {
-    return Internal("cannot start " + spec.name + " (" + spec.argv[0] + "): " + std::strerror(rc));
-  }
-  OMNI_LOG(kInfo, "started {} pid={}", spec.name, pid);
+  // The parent blocks SIGTERM/SIGINT to wait for them synchronously;
+  // SpawnProcess gives the child a clean mask and default dispositions.
+  StatusOr<pid_t> pid = SpawnProcess(spec.argv);
+  if (!pid.ok()) return Internal("cannot start " + spec.name + ": " + pid.status().message());
+  OMNI_LOG(kInfo, "started {} pid={}", spec.name, *pid);
   return pid;
 }
 

@@ -211,7 +211,6 @@ Status WriteDemoVisionDecoder(const DemoVisionDecoderSpec& s, const std::string&
     if (c % s.norm_num_groups != 0) return InvalidArgument("demo vision decoder spec: groups must divide channels");
   }
   const std::filesystem::path dir(out_dir);
-  OMNI_RETURN_IF_ERROR(WriteJson(dir, "model_index.json", ModelIndex(s)));
   OMNI_RETURN_IF_ERROR(WriteJson(dir / "scheduler", "scheduler_config.json", SchedulerConfig(s)));
   OMNI_RETURN_IF_ERROR(WriteComponent(dir / "transformer", DitConfig(s), DitTensors(s, s.seed)));
   if (s.transformer2) {
@@ -227,7 +226,9 @@ Status WriteDemoVisionDecoder(const DemoVisionDecoderSpec& s, const std::string&
   ec["embedding_dim"] = s.embedding_dim;
   ec["token_length"] = 729;
   ec["vocab_size"] = s.vocab_size;
-  return WriteComponent(dir / "token_embedder", ec, embedder.tensors());
+  OMNI_RETURN_IF_ERROR(WriteComponent(dir / "token_embedder", ec, embedder.tensors()));
+  // Last: its presence means the folder is complete (`up` reuses one that has it).
+  return WriteJson(dir, "model_index.json", ModelIndex(s));
 }
 
 }  // namespace omni::models

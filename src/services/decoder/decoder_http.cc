@@ -43,6 +43,7 @@ void DecoderHttpAdapter::Accept(const HttpRequest& http, std::shared_ptr<Respons
     return;
   }
   auto request = std::make_shared<DecodeRequest>(std::move(parsed).value());
+  waiting_->Inc();  // before Submit: the worker may take the job at once
   const bool queued = queue_.Submit(
       request->user,
       [this, request, writer] {
@@ -55,6 +56,7 @@ void DecoderHttpAdapter::Accept(const HttpRequest& http, std::shared_ptr<Respons
         writer->Send(ErrorResponse(Unavailable("the decoder is shutting down").WithErrorCode("server_shutdown")));
       });
   if (!queued) {
+    waiting_->Dec();
     requests_->WithLabels({"rejected"}).Inc();
     HttpResponse busy = ErrorResponse(
         ResourceExhausted(fmt::format("the decoder's queue is full ({} waiting); retry shortly", options_.max_queue))
@@ -63,7 +65,6 @@ void DecoderHttpAdapter::Accept(const HttpRequest& http, std::shared_ptr<Respons
     writer->Send(std::move(busy));
     return;
   }
-  waiting_->Inc();
   OMNI_LOG(kInfo, "request_id={} decode queued ({} waiting)", http.request_id, queue_.waiting());
 }
 
@@ -75,8 +76,10 @@ void DecoderHttpAdapter::Run(const DecodeRequest& request, ResponseWriter& write
     return;
   }
   StatusOr<DecodeResult> result = Internal("decode did not run");
+  std::string answer;
   try {
     result = service_.Decode(request, [&writer] { return !writer.client_gone(); });
+    if (result.ok()) answer = DecodeResultJson(*result, request, service_.model_id());
   } catch (const std::exception& e) {
     result = Internal(fmt::format("decode failed: {}", e.what()));
   }
@@ -93,7 +96,7 @@ void DecoderHttpAdapter::Run(const DecodeRequest& request, ResponseWriter& write
            "encode={:.1f}ms store={:.1f}ms",
            id, result->key, result->width, result->height, result->steps, result->seed, result->times.condition_ms,
            result->times.denoise_ms, result->times.vae_ms, result->times.encode_ms, result->times.store_ms);
-  writer.Send(JsonResponse(200, DecodeResultJson(*result, request, service_.model_id())));
+  writer.Send(JsonResponse(200, answer));
 }
 
 void DecoderHttpAdapter::Close() { queue_.Close(); }

@@ -1,5 +1,8 @@
 #include "services/decoder/fair_queue.h"
 
+#include "core/log.h"
+
+#include <exception>
 #include <utility>
 #include <vector>
 
@@ -71,7 +74,14 @@ void FairQueue::Loop() {
     --waiting_;
     running_ = true;
     lock.unlock();
-    job.run();
+    try {
+      job.run();
+    } catch (const std::exception& e) {
+      // A job's own failure must not end the queue (and the server with it).
+      OMNI_LOG(kError, "decoder queue: a job threw: {}", e.what());
+    } catch (...) {
+      OMNI_LOG(kError, "decoder queue: a job threw");
+    }
     job = {};
     lock.lock();
     running_ = false;

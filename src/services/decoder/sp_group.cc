@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,9 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/log.h"
+#include "core/spawn.h"
 #include "parallel/gloo_collective.h"
-
-extern char** environ;
 
 namespace omni::decoder {
 namespace {
@@ -95,31 +93,16 @@ Status SpGroup::Build() {
                           std::string("--generation"), std::to_string(generation_)}) {
       args.push_back(std::move(a));
     }
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, fds[0], STDIN_FILENO);
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    sigset_t none, defaults;
-    sigemptyset(&none);
-    sigemptyset(&defaults);
-    for (int s : {SIGTERM, SIGINT, SIGPIPE}) sigaddset(&defaults, s);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    pid_t pid = -1;
-    const int rc = ::posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
+    // Their own process group: a terminal's Ctrl-C reaches rank 0, which
+    // drains and then stops them.
+    StatusOr<pid_t> spawned = SpawnProcess(args, {.stdin_fd = fds[0], .own_process_group = true});
     ::close(fds[0]);
-    if (rc != 0) {
+    if (!spawned.ok()) {
       ::close(fds[1]);
       Teardown();
-      return Internal(fmt::format("cannot start rank {} ({}): {}", rank, args[0], std::strerror(rc)));
+      return Internal(fmt::format("cannot start rank {}: {}", rank, spawned.status().message()));
     }
+    const pid_t pid = *spawned;
     pids_.push_back(pid);
     stdin_fds_.push_back(fds[1]);
   }
@@ -129,7 +112,7 @@ Status SpGroup::Build() {
                                       .prefix = Prefix(generation_),
                                       .timeout = options_.timeout});
   if (!group.ok()) {
-    const std::string gone = ReapExited();
+    const std::string gone = ReapExitedNow();
     Teardown();
     return Unavailable(fmt::format("the sequence-parallel group did not form: {}{}", group.status().message(),
                                    gone.empty() ? "" : "; " + gone));
@@ -159,7 +142,17 @@ void SpGroup::Teardown() {
   pids_.clear();
 }
 
-std::string SpGroup::ReapExited() {
+std::string SpGroup::ReapExited(std::chrono::milliseconds wait) {
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  std::string out = ReapExitedNow();
+  while (out.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    out = ReapExitedNow();
+  }
+  return out;
+}
+
+std::string SpGroup::ReapExitedNow() {
   std::string out;
   for (size_t i = 0; i < pids_.size(); ++i) {
     int status = 0;
@@ -175,7 +168,8 @@ std::string SpGroup::ReapExited() {
 
 StatusOr<Tensor> SpGroup::Generate(const models::VisionGenerateRequest& request,
                                    const models::VisionGenerateHooks& hooks, models::VisionGenerateTimings* timings) {
-  if (const std::string gone = ReapExited(); !gone.empty() || group_ == nullptr) {
+  if (request.noise) return InvalidArgument("a sequence-parallel group draws its own noise from the seed");
+  if (const std::string gone = ReapExitedNow(); !gone.empty() || group_ == nullptr) {
     OMNI_LOG(kWarn, "decoder: rebuilding the sequence-parallel group{}", gone.empty() ? "" : ": " + gone);
     Teardown();
     OMNI_RETURN_IF_ERROR(Build());
@@ -183,24 +177,31 @@ StatusOr<Tensor> SpGroup::Generate(const models::VisionGenerateRequest& request,
   const std::string line = EncodeSpRequest(request) + "\n";
   for (int fd : stdin_fds_) {
     if (!WriteAll(fd, line)) {
-      const std::string gone = ReapExited();
-      Teardown();
+      const std::string gone = ReapExited(std::chrono::seconds(1));
+      Teardown();  // the next request rebuilds
       return Unavailable(fmt::format("sequence-parallel rank failed before the request: {}",
-                                     gone.empty() ? "its input closed" : gone));
+                                     gone.empty() ? "its input closed" : gone))
+          .WithErrorCode("decoder_rank_failed");
     }
   }
-  StatusOr<Tensor> image = model_->GenerateSharded(request, group_.get(), hooks, timings);
-  if (!image.ok() && image.status().code() == StatusCode::kUnavailable) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let a dying rank be reaped
-    const std::string gone = ReapExited();
-    Teardown();
-    const Status rebuilt = Build();
-    OMNI_LOG(kWarn, "decoder: sequence-parallel group failed ({}{}); rebuilt: {}", image.status().message(),
-             gone.empty() ? "" : "; " + gone, rebuilt.ok() ? "yes" : rebuilt.ToString());
-    return Unavailable(fmt::format("{}{}", image.status().message(), gone.empty() ? "" : " (" + gone + ")"))
-        .WithErrorCode("decoder_rank_failed");
+  StatusOr<Tensor> image = Internal("sequence-parallel generation did not run");
+  try {
+    image = model_->GenerateSharded(request, group_.get(), hooks, timings);
+  } catch (const std::exception& e) {
+    image = Internal(fmt::format("sequence-parallel generation failed: {}", e.what()));
   }
-  return image;
+  if (image.ok() || image.status().code() == StatusCode::kCancelled) return image;  // every rank agreed
+  // Any other failure may leave the other ranks inside a collective: the
+  // group is torn down now and rebuilt by the next request, so this error
+  // goes back at once.
+  const std::string gone =
+      image.status().code() == StatusCode::kUnavailable ? ReapExited(std::chrono::seconds(1)) : ReapExitedNow();
+  Teardown();
+  OMNI_LOG(kWarn, "decoder: sequence-parallel group {} failed ({}{}); the next request rebuilds it", generation_,
+           image.status().message(), gone.empty() ? "" : "; " + gone);
+  if (image.status().code() != StatusCode::kUnavailable) return image.status();
+  return Unavailable(fmt::format("{}{}", image.status().message(), gone.empty() ? "" : " (" + gone + ")"))
+      .WithErrorCode("decoder_rank_failed");
 }
 
 int RunSpRank(const models::VisionDecoder& model, int rank, int sp, const std::string& rendezvous_dir,

@@ -7,9 +7,8 @@
 // VisionDecoder::GenerateSharded and rank 0 answers.
 //
 // A rank that dies fails the request in flight (Unavailable, naming the
-// rank's fate); the group is then rebuilt (every child stopped and started
-// again under a new rendezvous prefix) before the next request, which is
-// served. Children are signalled only by the PIDs started here; a child whose
+// rank's fate, at once); the group is torn down and the next request rebuilds
+// it (every child started again under a new rendezvous prefix) and is served. Children are signalled only by the PIDs started here; a child whose
 // stdin closes (rank 0 exited) exits too.
 //
 // Thread-safety: not thread-safe; the decoder's FairQueue calls Generate from
@@ -44,7 +43,7 @@ class SpGroup {
 
   StatusOr<Tensor> Generate(const models::VisionGenerateRequest& request, const models::VisionGenerateHooks& hooks,
                             models::VisionGenerateTimings* timings);
-  // Rebuilds so far (a rank died); the group's generation.
+  // Groups built so far (1 + rebuilds).
   int generation() const { return generation_; }
   const std::vector<pid_t>& child_pids() const { return pids_; }
 
@@ -52,8 +51,10 @@ class SpGroup {
   SpGroup(const models::VisionDecoder* model, SpGroupOptions options);
   Status Build();
   void Teardown();
-  // Why a child is gone ("rank 1 (pid 123) was killed by signal 9"), or empty.
-  std::string ReapExited();
+  // Why children are gone ("rank 1 (pid 123) was killed by signal 9"), or
+  // empty; ReapExited waits up to `wait` for one to go.
+  std::string ReapExitedNow();
+  std::string ReapExited(std::chrono::milliseconds wait);
 
   const models::VisionDecoder* model_;
   SpGroupOptions options_;

@@ -44,12 +44,22 @@ TEST(SpGroupTest, SameImageAsOneProcessAndSurvivesARankDying) {
   ASSERT_TRUE(models::WriteDemoVisionDecoder({}, dir.string()).ok());
   auto model = models::VisionDecoder::Load(dir.string());
   ASSERT_TRUE(model.ok());
+  // A descriptor the parent holds (a server's socket, say) must not leak into the ranks.
+  int held[2];
+  ASSERT_EQ(::pipe(held), 0);
+  const std::string held_link = fs::read_symlink("/proc/self/fd/" + std::to_string(held[0])).string();
   auto group = SpGroup::Start(model->get(), {.sp = 2,
                                              .child_argv = {OMNI_BINARY, "decoder", "--model", dir.string(),
                                                             "--threads", "1"},
                                              .timeout = std::chrono::milliseconds(20'000)});
   ASSERT_TRUE(group.ok()) << group.status().ToString();
   ASSERT_EQ((*group)->child_pids().size(), 1u);
+  for (const auto& fd : fs::directory_iterator("/proc/" + std::to_string((*group)->child_pids()[0]) + "/fd")) {
+    std::error_code ec;
+    EXPECT_NE(fs::read_symlink(fd.path(), ec).string(), held_link) << fd.path();
+  }
+  ::close(held[0]);
+  ::close(held[1]);
   const models::VisionGenerateRequest r{.ids = Ids(), .width = 96, .height = 64, .steps = 3, .guidance = 0.75f, .seed = 4};
   auto alone = (*model)->Generate(r);
   auto split = (*group)->Generate(r, {}, nullptr);
@@ -70,10 +80,16 @@ TEST(SpGroupTest, SameImageAsOneProcessAndSurvivesARankDying) {
   EXPECT_EQ(failed.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(failed.status().message().find("rank 1"), std::string::npos) << failed.status().ToString();
   EXPECT_LT(steps.load(), 200);
-  // ...and the rebuilt group serves the next with the same image.
-  EXPECT_EQ((*group)->generation(), 2);
+  // ...and the next request rebuilds the group and gets the same image.
+  EXPECT_EQ((*group)->generation(), 1);
   auto again = (*group)->Generate(r, {}, nullptr);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ((*group)->generation(), 2);
+  EXPECT_NE((*group)->child_pids()[0], child);
+  // Noise of the caller's is not something the other ranks could see.
+  models::VisionGenerateRequest with_noise = r;
+  with_noise.noise = models::SeededNoise(1, 16, 8, 12);
+  EXPECT_EQ((*group)->Generate(with_noise, {}, nullptr).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(models::ImageToRgb8(*again), models::ImageToRgb8(*alone));
   group->reset();
   fs::remove_all(dir);

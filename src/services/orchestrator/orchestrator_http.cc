@@ -1,5 +1,7 @@
 #include "services/orchestrator/orchestrator_http.h"
 
+#include "services/orchestrator/object_route.h"
+
 namespace omni::orchestrator {
 
 void OrchestratorHttpAdapter::RegisterRoutes(HttpServer& server) {
@@ -10,6 +12,12 @@ void OrchestratorHttpAdapter::RegisterRoutes(HttpServer& server) {
   }
   // Blocks on the gateway: on the worker pool.
   server.Route(HttpMethod::kGet, "/v1/models", [this](const HttpRequest& r) { return service_.Models(r); });
+  if (store_ != nullptr && signer_ != nullptr) {
+    // Store reads block: on the worker pool.
+    server.Route(HttpMethod::kGet, std::string(ObjectUrlSigner::kPathPrefix) + "*", [this](const HttpRequest& r) {
+      return ServeSignedObject(r, *store_, *signer_, Clock::Real());
+    });
+  }
   server.SetHealthReport([this] { return service_.Health(); });
   server.SetDrainDeadlineHook([this] { service_.StopForShutdown(); });
 }

@@ -3,7 +3,8 @@
 // OrchestratorService.
 //
 // Routes: POST /v1/chat/completions and /b/v1/chat/completions (OmniServe's
-// path), GET /v1/models, GET /health (the components' report), GET /metrics.
+// path), GET /v1/models, GET /health (the components' report), GET /metrics,
+// and with a store GET /v1/objects/* (signed object URLs, object_route.h).
 //
 // Thread-safety: Start and Stop from one thread; the routes run on the
 // server's threads.
@@ -15,12 +16,16 @@
 
 #include "net/http_server.h"
 #include "services/orchestrator/orchestrator_service.h"
+#include "storage/signed_url.h"
 
 namespace omni::orchestrator {
 
 class OrchestratorHttpAdapter {
  public:
-  explicit OrchestratorHttpAdapter(OrchestratorService& service) : service_(service) {}
+  // `store` (may be null: no object route) and `signer` outlive the adapter.
+  explicit OrchestratorHttpAdapter(OrchestratorService& service, ObjectStore* store = nullptr,
+                                   const ObjectUrlSigner* signer = nullptr)
+      : service_(service), store_(store), signer_(signer) {}
   ~OrchestratorHttpAdapter() { StopProbes(); }
 
   void RegisterRoutes(HttpServer& server);
@@ -31,6 +36,8 @@ class OrchestratorHttpAdapter {
 
  private:
   OrchestratorService& service_;
+  ObjectStore* store_;
+  const ObjectUrlSigner* signer_;
   std::thread prober_;
   std::mutex mu_;
   std::condition_variable wake_;
