@@ -3,15 +3,12 @@
 #include <cmath>
 #include <fstream>
 
+#include "core/splitmix.h"
+
 namespace omni::models {
 namespace {
 
-uint64_t Mix(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+uint64_t Mix(uint64_t z) { return SplitMix64(z); }
 
 uint64_t Fnv1a64(std::string_view s) {
   uint64_t h = 0xcbf29ce484222325ull;

@@ -21,6 +21,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/config.h"
+
 #include "modelfile/checkpoint.h"
 #include "modelfile/safetensors.h"
 #include "models/vision_decoder/demo_vision_decoder.h"
@@ -32,9 +34,9 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << path;
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  StatusOr<std::string> text = ReadTextFile(path);
+  EXPECT_TRUE(text.ok()) << text.status().ToString();
+  return text.ok() ? *text : std::string();
 }
 
 void WriteFile(const std::string& path, const std::string& text) {

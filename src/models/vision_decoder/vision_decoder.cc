@@ -7,6 +7,7 @@
 #include <fmt/core.h>
 
 #include "core/check.h"
+#include "core/splitmix.h"
 #include "core/config.h"
 #include "models/layers/weights.h"
 #include "ops/elementwise.h"
@@ -17,13 +18,6 @@
 
 namespace omni::models {
 namespace {
-
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 // (0, 1]: the top 53 bits, offset by one so log() is finite.
 double UnitInterval(uint64_t bits) { return (static_cast<double>(bits >> 11) + 1.0) * 0x1.0p-53; }

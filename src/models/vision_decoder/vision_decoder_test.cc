@@ -20,6 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/config.h"
+
 #include "models/vision_decoder/demo_vision_decoder.h"
 #include "ops/shape_ops.h"
 #include "storage/content_hash.h"
@@ -30,9 +32,9 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << path;
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  StatusOr<std::string> text = ReadTextFile(path);
+  EXPECT_TRUE(text.ok()) << text.status().ToString();
+  return text.ok() ? *text : std::string();
 }
 
 Tensor Floats(const nlohmann::json& values, const Shape& shape) {

@@ -3,26 +3,17 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "api/json_body.h"
+
 namespace omni::decoder {
 namespace {
-
-StatusOr<nlohmann::json> ParseObject(std::string_view body) {
-  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
-  if (j.is_discarded()) return InvalidArgument("the request body is not valid JSON");
-  if (!j.is_object()) return InvalidArgument("the request body must be a JSON object");
-  return j;
-}
-
-Status FieldError(std::string_view field, std::string_view want) {
-  return InvalidArgument(fmt::format("'{}' must be {}", field, want)).WithParam(std::string(field));
-}
 
 bool Present(const nlohmann::json& j, const char* key) { return j.contains(key) && !j[key].is_null(); }
 
 Status ReadInt(const nlohmann::json& j, const char* key, int lo, int hi, std::optional<int>* out) {
   if (!Present(j, key)) return Status::Ok();
   if (!j[key].is_number_integer() || j[key].get<int64_t>() < lo || j[key].get<int64_t>() > hi) {
-    return FieldError(key, fmt::format("an integer in [{}, {}]", lo, hi));
+    return JsonFieldError(key, fmt::format("an integer in [{}, {}]", lo, hi));
   }
   *out = static_cast<int>(j[key].get<int64_t>());
   return Status::Ok();
@@ -31,7 +22,7 @@ Status ReadInt(const nlohmann::json& j, const char* key, int lo, int hi, std::op
 Status ReadSide(const nlohmann::json& j, const char* key, std::optional<int>* out) {
   OMNI_RETURN_IF_ERROR(ReadInt(j, key, kMinDecodeSide, kMaxDecodeSide, out));
   if (*out && **out % 16 != 0) {
-    return FieldError(key, fmt::format("a multiple of 16 in [{}, {}]", kMinDecodeSide, kMaxDecodeSide));
+    return JsonFieldError(key, fmt::format("a multiple of 16 in [{}, {}]", kMinDecodeSide, kMaxDecodeSide));
   }
   return Status::Ok();
 }
@@ -39,7 +30,7 @@ Status ReadSide(const nlohmann::json& j, const char* key, std::optional<int>* ou
 Status ReadGuidance(const nlohmann::json& j, const char* key, std::optional<float>* out) {
   if (!Present(j, key)) return Status::Ok();
   if (!j[key].is_number() || !(j[key].get<double>() >= 0 && j[key].get<double>() <= kMaxDecodeGuidance)) {
-    return FieldError(key, fmt::format("a number in [0, {}]", kMaxDecodeGuidance));
+    return JsonFieldError(key, fmt::format("a number in [0, {}]", kMaxDecodeGuidance));
   }
   *out = j[key].get<float>();
   return Status::Ok();
@@ -51,7 +42,7 @@ Status ReadSeed(const nlohmann::json& j, const char* key, std::optional<uint64_t
     *out = j[key].get<uint64_t>();
     return Status::Ok();
   }
-  return FieldError(key, "a non-negative integer");
+  return JsonFieldError(key, "a non-negative integer");
 }
 
 // {"ratio": "3:4", "ids": [729 ints]}: the parsed form of the token string.
@@ -59,7 +50,7 @@ StatusOr<models::VisionTokens> ParseTokenObject(const nlohmann::json& t, int voc
   models::VisionTokens out;
   out.ratio = "1:1";
   if (Present(t, "ratio")) {
-    if (!t["ratio"].is_string()) return FieldError("tokens.ratio", "a string such as \"3:4\"");
+    if (!t["ratio"].is_string()) return JsonFieldError("tokens.ratio", "a string such as \"3:4\"");
     const std::string ratio = t["ratio"].get<std::string>();
     if (models::VisionRatioSize(ratio)) {
       out.ratio = ratio;
@@ -72,11 +63,11 @@ StatusOr<models::VisionTokens> ParseTokenObject(const nlohmann::json& t, int voc
   }
   out.size = *models::VisionRatioSize(out.ratio);
   if (!t.contains("ids") || !t["ids"].is_array()) {
-    return FieldError("tokens.ids", fmt::format("an array of {} image ids", kDecodeNumIds));
+    return JsonFieldError("tokens.ids", fmt::format("an array of {} image ids", kDecodeNumIds));
   }
   const nlohmann::json& ids = t["ids"];
   if (ids.size() != kDecodeNumIds) {
-    return FieldError("tokens.ids", fmt::format("an array of exactly {} image ids (got {})",
+    return JsonFieldError("tokens.ids", fmt::format("an array of exactly {} image ids (got {})",
                                                 kDecodeNumIds, ids.size()));
   }
   out.ids.reserve(ids.size());
@@ -92,7 +83,7 @@ StatusOr<models::VisionTokens> ParseTokenObject(const nlohmann::json& t, int voc
 
 StatusOr<models::VisionTokens> ParseTokenString(const nlohmann::json& j, const char* key, int vocab_size) {
   if (!Present(j, key) || !j[key].is_string()) {
-    return FieldError(key, "the model's image token string (<|vision_ratio_W:H|><|visionN|>...)");
+    return JsonFieldError(key, "the model's image token string (<|vision_ratio_W:H|><|visionN|>...)");
   }
   auto parsed = models::ParseVisionTokens(j[key].get<std::string>(), kDecodeNumIds, vocab_size);
   if (!parsed.ok()) return Status(parsed.status()).WithParam(key);
@@ -102,11 +93,11 @@ StatusOr<models::VisionTokens> ParseTokenString(const nlohmann::json& j, const c
 }  // namespace
 
 StatusOr<DecodeRequest> ParseDecodeRequest(std::string_view body, int vocab_size) {
-  OMNI_ASSIGN_OR_RETURN(nlohmann::json j, ParseObject(body));
+  OMNI_ASSIGN_OR_RETURN(nlohmann::json j, ParseJsonObjectBody(body));
   DecodeRequest r;
   r.api = DecodeApi::kOmni;
   if (Present(j, "model")) {
-    if (!j["model"].is_string()) return FieldError("model", "a string");
+    if (!j["model"].is_string()) return JsonFieldError("model", "a string");
     r.model = j["model"].get<std::string>();
   }
   if (!Present(j, "tokens")) return InvalidArgument("'tokens' is required").WithParam("tokens");
@@ -121,7 +112,7 @@ StatusOr<DecodeRequest> ParseDecodeRequest(std::string_view body, int vocab_size
   OMNI_RETURN_IF_ERROR(ReadGuidance(j, "guidance", &r.guidance));
   OMNI_RETURN_IF_ERROR(ReadSeed(j, "seed", &r.seed));
   if (Present(j, "format")) {
-    if (!j["format"].is_string()) return FieldError("format", "\"png\", \"webp\" or \"jpeg\"");
+    if (!j["format"].is_string()) return JsonFieldError("format", "\"png\", \"webp\" or \"jpeg\"");
     OMNI_ASSIGN_OR_RETURN(r.format, media::ParseImageFormat(j["format"].get<std::string>()));
   }
   std::optional<int> quality;
@@ -129,18 +120,18 @@ StatusOr<DecodeRequest> ParseDecodeRequest(std::string_view body, int vocab_size
   if (quality) r.quality = *quality;
   if (Present(j, "response_format")) {
     const std::string rf = j["response_format"].is_string() ? j["response_format"].get<std::string>() : "";
-    if (rf != "url" && rf != "b64_json") return FieldError("response_format", "\"url\" or \"b64_json\"");
+    if (rf != "url" && rf != "b64_json") return JsonFieldError("response_format", "\"url\" or \"b64_json\"");
     r.inline_image = rf == "b64_json";
   }
   if (Present(j, "user")) {
-    if (!j["user"].is_string()) return FieldError("user", "a string");
+    if (!j["user"].is_string()) return JsonFieldError("user", "a string");
     r.user = j["user"].get<std::string>().substr(0, 256);
   }
   return r;
 }
 
 StatusOr<DecodeRequest> ParseOmniServeDecodeRequest(std::string_view body, bool base64, int vocab_size) {
-  OMNI_ASSIGN_OR_RETURN(nlohmann::json j, ParseObject(body));
+  OMNI_ASSIGN_OR_RETURN(nlohmann::json j, ParseJsonObjectBody(body));
   DecodeRequest r;
   r.api = base64 ? DecodeApi::kOmniServeBase64 : DecodeApi::kOmniServe;
   r.inline_image = base64;

@@ -6,6 +6,8 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "api/json_body.h"
+
 #include "core/base64.h"
 #include "modelfile/tensor_object.h"
 #include "storage/content_hash.h"
@@ -33,38 +35,28 @@ bool ParseInt(const std::string& s, int64_t* out) {
   return true;
 }
 
-StatusOr<nlohmann::json> ParseObject(std::string_view body) {
-  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
-  if (j.is_discarded()) return InvalidArgument("the request body is not valid JSON");
-  if (!j.is_object()) return InvalidArgument("the request body must be a JSON object");
-  return j;
-}
-
-Status FieldError(std::string_view field, std::string_view want) {
-  return InvalidArgument(fmt::format("'{}' must be {}", field, want)).WithParam(std::string(field));
-}
 
 }  // namespace
 
 StatusOr<EncodeRequest> ParseEncodeRequest(std::string_view body) {
-  OMNI_ASSIGN_OR_RETURN(nlohmann::json j, ParseObject(body));
+  OMNI_ASSIGN_OR_RETURN(nlohmann::json j, ParseJsonObjectBody(body));
   EncodeRequest r;
   if (j.contains("model")) {
-    if (!j["model"].is_string()) return FieldError("model", "a string");
+    if (!j["model"].is_string()) return JsonFieldError("model", "a string");
     r.model = j["model"].get<std::string>();
   }
   if (!j.contains("media")) return InvalidArgument("'media' is required").WithParam("media");
   const nlohmann::json& media = j["media"];
-  if (!media.is_object()) return FieldError("media", "an object with a url");
+  if (!media.is_object()) return JsonFieldError("media", "an object with a url");
   if (!media.contains("url") || !media["url"].is_string() || media["url"].get<std::string>().empty()) {
-    return FieldError("media.url", "a non-empty string (data:, http(s)://, s3:// or file:// URL)");
+    return JsonFieldError("media.url", "a non-empty string (data:, http(s)://, s3:// or file:// URL)");
   }
   r.url = media["url"].get<std::string>();
   return r;
 }
 
 StatusOr<EncodeRequest> ParseOmniServeEncodeRequest(std::string_view body) {
-  OMNI_ASSIGN_OR_RETURN(nlohmann::json j, ParseObject(body));
+  OMNI_ASSIGN_OR_RETURN(nlohmann::json j, ParseJsonObjectBody(body));
   EncodeRequest r;
   const bool has_url = j.contains("media_url") && !j["media_url"].is_null();
   const bool has_b64 = j.contains("media_base64") && !j["media_base64"].is_null();
@@ -73,11 +65,11 @@ StatusOr<EncodeRequest> ParseOmniServeEncodeRequest(std::string_view body) {
   }
   if (has_url) {
     if (!j["media_url"].is_string() || j["media_url"].get<std::string>().empty()) {
-      return FieldError("media_url", "a non-empty string");
+      return JsonFieldError("media_url", "a non-empty string");
     }
     r.url = j["media_url"].get<std::string>();
   } else {
-    if (!j["media_base64"].is_string()) return FieldError("media_base64", "a base64 string");
+    if (!j["media_base64"].is_string()) return JsonFieldError("media_base64", "a base64 string");
     // As a data: URL, so the fetcher's size limit applies before decoding.
     r.url = "data:application/octet-stream;base64," + j["media_base64"].get<std::string>();
   }
