@@ -158,7 +158,10 @@ Tensor VisionDit::BlockForward(const Block& block, const Tensor& h, const Tensor
     return ops::ApplyMultiAxisRope(x, positions, sections, rope);
   };
   const Tensor q = qk(0, block.query_norm), k = qk(hidden, block.key_norm);
-  const Tensor v = layers::HeadsView(fused, 2 * hidden, hidden, head_dim);
+  // Contiguous: attention reads v once per query tile, and rows of the fused
+  // projection are 13440 floats apart (bench preset, 9020 tokens, one
+  // thread, a 16-core Xeon: attention 29.6 s strided, 23.2 s contiguous).
+  const Tensor v = layers::HeadsView(fused, 2 * hidden, hidden, head_dim).Contiguous();
   const float scale = 1.f / std::sqrt(static_cast<float>(head_dim));
   Tensor attn;
   if (attention) {
