@@ -12,7 +12,8 @@
 #    weights, bf16 and f32, at the same thread count and at 1 thread (for
 #    one rank): bench/vision_decoder/torch_dit.py.
 # 3. A summary with the ratios.
-# Takes about 10 minutes on 2 cores.
+# reps (default 2): best of that many after a warm-up; the 1-thread PyTorch
+# run is one forward without a warm-up. Takes 15-30 minutes on 2 cores.
 set -euo pipefail
 source "$(dirname "$0")/../common.sh"
 build="${1:-build}"
@@ -25,7 +26,7 @@ echo "threads: $threads"
 "$build/omniserve" make-demo-model --component vd --preset bench --out "$work/vd" >/dev/null
 "$build/bench/vision_decoder/vision_decoder_bench" "$work/vd" "$reps" | tee "$work/cpp.txt"
 /usr/bin/python3 "$(dirname "$0")/torch_dit.py" "$work/vd" "$threads" "$reps" | tee "$work/torch.json"
-/usr/bin/python3 "$(dirname "$0")/torch_dit.py" "$work/vd" 1 1 | tee "$work/torch1.json"
+/usr/bin/python3 "$(dirname "$0")/torch_dit.py" "$work/vd" 1 0 | tee "$work/torch1.json"
 
 /usr/bin/python3 - "$work" <<'PY'
 import json, sys
@@ -38,6 +39,8 @@ best1 = min(t1["bf16_s"], t1["f32_s"])
 print("\n== summary ==")
 print(f"DiT forward ({c['tokens']} tokens, 2 blocks), {c['threads']} threads: {c['dit_forward_s']:.2f} s, "
       f"{c['dit_gflops']:.0f} GFLOP/s = {c['fraction_of_gemm']:.2f} of the bf16 GEMM rate ({c['gemm_gflops']:.0f} GFLOP/s)")
+print(f"  with v made contiguous (Ulysses, group of one): {c['contiguous_v_s']:.2f} s "
+      f"({c['dit_forward_s'] / c['contiguous_v_s']:.2f}x the plain forward)")
 print(f"  PyTorch {t['torch']} same weights, {t['threads']} threads: bf16 {t['bf16_s']:.2f} s, f32 {t['f32_s']:.2f} s "
       f"-> omniserve {best / c['dit_forward_s']:.2f}x faster than its best")
 print(f"  1 thread: omniserve {c['sp1_s']:.2f} s, PyTorch bf16 {t1['bf16_s']:.2f} s, f32 {t1['f32_s']:.2f} s "
@@ -56,6 +59,6 @@ print(f"  sp 2: {c['sp2_s']:.2f} s = compute {c['sp2_compute_s']:.2f} s + all-to
       f"bare exchange {c['exchange_gbs']:.2f} GB/s")
 for n in (2, 4, 8):
     p = c[f"projected_{n}_s"]
-    print(f"  projected sp {n}: {p:.2f} s ({c['sp1_s'] / n:.2f} compute + {c[f'comm_{n}_s']:.3f} all-to-all) = "
-          f"{c['sp1_s'] / p:.2f}x of sp 1")
+    print(f"  projected sp {n}: {p:.2f} s ({c['sp1_ulysses_s'] / n:.2f} compute + {c[f'comm_{n}_s']:.3f} all-to-all) = "
+          f"{c['sp1_ulysses_s'] / p:.2f}x of sp 1 through Ulysses")
 PY
