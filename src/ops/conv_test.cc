@@ -12,6 +12,7 @@
 namespace omni::ops {
 namespace {
 
+using testing::ConcurrentMismatches;
 using testing::RandomTensor;
 using testing::RelError;
 using testing::ToDoubles;
@@ -144,23 +145,10 @@ TEST(ConvTest, ConcurrentForwardMatchesSerial) {
       Tensor x = RandomTensor(c.x, dt, seed++);
       Conv conv(w, b, c.p);
       const std::vector<float> want = conv.Forward(x).ToFloats();
-      constexpr int kThreads = 4, kIters = 24;
-      std::vector<int> mismatches(kThreads, 0);
-      std::vector<std::thread> threads;
-      for (int t = 0; t < kThreads; ++t) {
-        threads.emplace_back([&, t] {
-          for (int i = 0; i < kIters; ++i) {
-            const std::vector<float> got = conv.Forward(x).ToFloats();
-            if (got.size() != want.size() || std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) != 0) {
-              ++mismatches[t];
-            }
-          }
-        });
-      }
-      for (std::thread& th : threads) th.join();
-      for (int t = 0; t < kThreads; ++t) {
+      const std::vector<int> mismatches = ConcurrentMismatches([&] { return conv.Forward(x).ToFloats(); }, want);
+      for (size_t t = 0; t < mismatches.size(); ++t) {
         EXPECT_EQ(mismatches[t], 0) << DTypeName(dt) << " weight " << ShapeToString(c.w) << " thread " << t << ": "
-                                    << mismatches[t] << " of " << kIters << " results differ from the serial one";
+                                    << mismatches[t] << " results differ from the serial one";
       }
     }
   }

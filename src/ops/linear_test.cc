@@ -11,6 +11,7 @@
 namespace omni::ops {
 namespace {
 
+using testing::ConcurrentMismatches;
 using testing::RandomTensor;
 using testing::RelError;
 using testing::ToDoubles;
@@ -127,22 +128,9 @@ TEST(LinearTest, ConcurrentForwardMatchesSerial) {
     Tensor x = RandomTensor({m, k}, wdt, 63);
     Linear lin(w, b);
     const std::vector<float> want = lin.Forward(x).ToFloats();
-    constexpr int kThreads = 4, kIters = 24;
-    std::vector<int> mismatches(kThreads, 0);
-    std::vector<std::thread> threads;
-    for (int t = 0; t < kThreads; ++t) {
-      threads.emplace_back([&, t] {
-        for (int i = 0; i < kIters; ++i) {
-          const std::vector<float> got = lin.Forward(x).ToFloats();
-          if (got.size() != want.size() || std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) != 0) {
-            ++mismatches[t];
-          }
-        }
-      });
-    }
-    for (std::thread& th : threads) th.join();
-    for (int t = 0; t < kThreads; ++t) {
-      EXPECT_EQ(mismatches[t], 0) << DTypeName(wdt) << " thread " << t << ": " << mismatches[t] << " of " << kIters
+    const std::vector<int> mismatches = ConcurrentMismatches([&] { return lin.Forward(x).ToFloats(); }, want);
+    for (size_t t = 0; t < mismatches.size(); ++t) {
+      EXPECT_EQ(mismatches[t], 0) << DTypeName(wdt) << " thread " << t << ": " << mismatches[t]
                                   << " results differ from the serial one";
     }
   }
@@ -184,18 +172,8 @@ TEST(MatMulTest, ConcurrentMatchesSerial) {
   for (DType dt : {DType::kBF16, DType::kF32}) {
     Tensor a = RandomTensor({4, 128, 256}, dt, 71), b = RandomTensor({4, 256, 128}, dt, 72);
     const std::vector<float> want = MatMul(a, b).ToFloats();
-    constexpr int kThreads = 4, kIters = 24;
-    std::vector<int> mismatches(kThreads, 0);
-    std::vector<std::thread> threads;
-    for (int t = 0; t < kThreads; ++t) {
-      threads.emplace_back([&, t] {
-        for (int i = 0; i < kIters; ++i) {
-          if (MatMul(a, b).ToFloats() != want) ++mismatches[t];
-        }
-      });
-    }
-    for (std::thread& th : threads) th.join();
-    for (int t = 0; t < kThreads; ++t) EXPECT_EQ(mismatches[t], 0) << DTypeName(dt) << " thread " << t;
+    const std::vector<int> mismatches = ConcurrentMismatches([&] { return MatMul(a, b).ToFloats(); }, want);
+    for (size_t t = 0; t < mismatches.size(); ++t) EXPECT_EQ(mismatches[t], 0) << DTypeName(dt) << " thread " << t;
   }
 }
 

@@ -7,12 +7,36 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <functional>
+#include <thread>
 #include <random>
 #include <vector>
 
 #include "tensor/tensor.h"
 
 namespace omni::ops::testing {
+
+// Runs `forward` `iters` times on each of `threads` threads at once and
+// returns, per thread, how many results were not bit-identical to `want`
+// (the serial result): a shared op must give every caller its own answer.
+inline std::vector<int> ConcurrentMismatches(const std::function<std::vector<float>()>& forward,
+                                             const std::vector<float>& want, int threads = 4, int iters = 24) {
+  std::vector<int> mismatches(static_cast<size_t>(threads), 0);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      for (int i = 0; i < iters; ++i) {
+        const std::vector<float> got = forward();
+        if (got.size() != want.size() || std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) != 0) {
+          ++mismatches[static_cast<size_t>(t)];
+        }
+      }
+    });
+  }
+  for (std::thread& th : pool) th.join();
+  return mismatches;
+}
 
 inline Tensor RandomTensor(const Shape& shape, DType dtype, uint32_t seed, float lo = -1.f, float hi = 1.f) {
   std::mt19937 rng(seed);

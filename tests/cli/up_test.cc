@@ -33,6 +33,16 @@ TEST(CliTest, VersionPrintsSemver) {
   EXPECT_TRUE(std::regex_search(c.output(), std::regex(R"(^omniserve \d+\.\d+\.\d+ \()"))) << c.output();
 }
 
+TEST(CliTest, DecoderRefusesAnSpThatDoesNotDivideTheHeads) {
+  const std::string dir = ::testing::TempDir() + "omni-vd-" + std::to_string(getpid());
+  Child make({"make-demo-model", "--component", "vd", "--out", dir});
+  ASSERT_EQ(WEXITSTATUS(make.Wait()), 0) << make.output();
+  Child c({"decoder", "--model", dir, "--store", "file://" + dir + "/store", "--port", "0", "--sp", "3"});
+  EXPECT_EQ(WEXITSTATUS(c.Wait()), 2);
+  EXPECT_NE(c.output().find("--sp 3 does not divide the DiT's 4 attention heads"), std::string::npos) << c.output();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CliTest, ModalityNotInBuildExitsWithReason) {
   Child c({"decoder", "--modality", "audio", "--model", "/nonexistent"});
   int status = c.Wait();

@@ -54,8 +54,8 @@ Status RankFailed(const Status& cause) { return Unavailable("sequence-parallel r
 // Rank 0's after_step hook decides for the whole group (one byte broadcast
 // per step), so every rank stops after the same step.
 StatusOr<bool> AgreeToContinue(parallel::Collective* group, const VisionGenerateHooks& hooks, int step) {
-  std::string go;
-  if (group->rank() == 0) go = !hooks.after_step || hooks.after_step(step) ? "1" : "0";
+  std::string go(1, '1');
+  if (group->rank() == 0 && hooks.after_step && !hooks.after_step(step)) go[0] = '0';
   if (Status s = group->Broadcast(&go, 0); !s.ok()) return RankFailed(s);
   return go == "1";
 }
@@ -173,30 +173,8 @@ StatusOr<Tensor> VisionDecoder::InitialLatent(const VisionGenerateRequest& r, in
 
 StatusOr<Tensor> VisionDecoder::Generate(const VisionGenerateRequest& r, const VisionGenerateHooks& hooks,
                                          VisionGenerateTimings* timings) const {
-  OMNI_RETURN_IF_ERROR(CheckRequest(r));
-  const int64_t h = r.height / 8, w = r.width / 8;
-  VisionGenerateTimings local;
-  VisionGenerateTimings& t = timings ? *timings : local;
-  auto start = std::chrono::steady_clock::now();
-  const VisionCondition condition = Condition(r.ids, h, w);
-  OMNI_ASSIGN_OR_RETURN(Tensor x, InitialLatent(r, h, w));
-  t.condition_s = SecondsSince(start);
-  start = std::chrono::steady_clock::now();
-  const std::vector<float> sigmas = FlowMatchSigmas(scheduler_, r.steps);
-  for (int i = 0; i < r.steps; ++i) {
-    Step(&x, condition, sigmas[static_cast<size_t>(i)], sigmas[static_cast<size_t>(i) + 1], r.guidance,
-         hooks.attention);
-    t.steps_done = i + 1;
-    if (hooks.after_step && !hooks.after_step(i)) {
-      t.denoise_s = SecondsSince(start);
-      return Cancelled(fmt::format("cancelled after step {} of {}", i + 1, r.steps));
-    }
-  }
-  t.denoise_s = SecondsSince(start);
-  start = std::chrono::steady_clock::now();
-  Tensor image = vae_.Decode(x);
-  t.vae_s = SecondsSince(start);
-  return image;
+  const std::unique_ptr<parallel::Collective> alone = parallel::MakeSingleRankCollective();
+  return GenerateSharded(r, alone.get(), hooks, timings);
 }
 
 Status VisionDecoder::CheckSequenceParallel(int sp) const {

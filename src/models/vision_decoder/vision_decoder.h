@@ -76,8 +76,6 @@ struct VisionGenerateTimings {
 struct VisionGenerateHooks {
   // Called after each step with its index (0-based); false cancels the rest.
   std::function<bool(int step)> after_step;
-  // The DiT's attention (sequence parallelism); empty: one process.
-  SequenceAttention attention;
 };
 
 class VisionDecoder {
@@ -87,7 +85,8 @@ class VisionDecoder {
   static StatusOr<std::unique_ptr<VisionDecoder>> Load(const std::string& dir);
 
   // -> [3, height, width] f32 (unclamped VAE output). Cancelled when a hook
-  // said stop; InvalidArgument for sizes or steps out of range.
+  // said stop; InvalidArgument for sizes or steps out of range. It is
+  // GenerateSharded over a group of one: one loop for both.
   StatusOr<Tensor> Generate(const VisionGenerateRequest& request, const VisionGenerateHooks& hooks = {},
                             VisionGenerateTimings* timings = nullptr) const;
 
@@ -98,8 +97,7 @@ class VisionDecoder {
   // with Ulysses attention, and at the end the shards are gathered and rank 0
   // runs the VAE. Rank 0 gets the image; the other ranks get an empty
   // Tensor. hooks.after_step is consulted on rank 0 only and its answer
-  // broadcast, so all ranks stop after the same step; hooks.attention is
-  // not used. A group of one is Generate. Errors: those of Generate;
+  // broadcast, so all ranks stop after the same step. Errors: those of Generate;
   // InvalidArgument when the group size does not divide a DiT's heads or
   // exceeds the token count; Unavailable("sequence-parallel rank failed:
   // ...") when a collective fails, after which the group is broken and the

@@ -106,7 +106,7 @@ StatusOr<VisionTokens> ParseVisionTokens(std::string_view text, int num_ids, int
   }
   std::optional<ImageSize> size = ratio ? VisionRatioSize(*ratio) : std::nullopt;
   if (!size) {
-    out.warnings.push_back(ratio ? fmt::format("unknown aspect ratio {}; drawn at 1:1", *ratio)
+    out.warnings.push_back(ratio ? fmt::format("unknown aspect ratio {}; drawn at 1:1", Shown(*ratio))
                                  : std::string("no aspect ratio token; drawn at 1:1"));
     ratio = "1:1";
     size = VisionRatioSize("1:1");

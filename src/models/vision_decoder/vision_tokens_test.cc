@@ -61,6 +61,12 @@ TEST(VisionTokensTest, AMissingOrUnknownRatioIsOneToOneWithAWarning) {
   ASSERT_TRUE(unknown.ok());
   EXPECT_EQ(unknown->ratio, "1:1");
   EXPECT_NE(unknown->warnings.at(0).find("5:7"), std::string::npos);
+  // A client's long or unprintable ratio is described, not echoed.
+  const std::string junk(300, 'x');
+  auto hostile = ParseVisionTokens(Tokens("<|vision_ratio_" + junk + "\x01|>", 729));
+  ASSERT_TRUE(hostile.ok());
+  EXPECT_EQ(hostile->warnings.at(0).find(junk), std::string::npos) << hostile->warnings.at(0);
+  EXPECT_NE(hostile->warnings.at(0).find("of 301 bytes"), std::string::npos) << hostile->warnings.at(0);
   // Extra ids: the first 729, with a warning.
   auto extra = ParseVisionTokens(Tokens("<|vision_ratio_1:2|>", 740));
   ASSERT_TRUE(extra.ok());

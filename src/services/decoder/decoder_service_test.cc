@@ -309,9 +309,30 @@ TEST_F(DecoderServiceTest, HttpHangUpCancelsAndFullQueueAnswers429) {
       << scraped->body;
   EXPECT_NE(scraped->body.find("omni_decoder_requests_total{result=\"rejected\"} 1"), std::string::npos);
   EXPECT_NE(scraped->body.find("omni_decoder_steps_per_second 0"), std::string::npos);
-  auto bad = client.Request({.method = HttpMethod::kPost, .url = base + "/v1/decode", .body = "{not json"});
-  ASSERT_TRUE(bad.ok());
-  EXPECT_EQ(bad->status, 400);
+  // Hostile bodies through the real server: each a 400 naming the field, and
+  // the server keeps drawing.
+  std::vector<int32_t> short_ids = TestIds();
+  short_ids.resize(700);
+  const std::vector<std::pair<std::string, std::string>> hostile = {
+      {"{not json", ""},
+      {nlohmann::json{{"tokens", "<|vision_ratio_1:1|><|vision5|>"}}.dump(), "tokens"},
+      {nlohmann::json{{"tokens", "<|vision_ratio_1:1|><script>"}}.dump(), "tokens"},
+      {nlohmann::json{{"tokens", {{"ratio", "1:1"}, {"ids", short_ids}}}}.dump(), "tokens.ids"},
+      {Body({{"format", "bmp"}}), "format"},
+      {Body({{"steps", 1000}}), "steps"},
+  };
+  for (const auto& [body, param] : hostile) {
+    auto bad = client.Request({.method = HttpMethod::kPost, .url = base + "/v1/decode", .body = body});
+    ASSERT_TRUE(bad.ok());
+    EXPECT_EQ(bad->status, 400) << body.substr(0, 60);
+    if (!param.empty()) {
+      EXPECT_EQ(nlohmann::json::parse(bad->body)["error"]["param"], param) << bad->body;
+    }
+    EXPECT_EQ(bad->body.find("<script>"), std::string::npos);  // client bytes are not echoed raw
+  }
+  auto still = post(Body({{"steps", 1}, {"width", 64}, {"height", 64}, {"seed", 3}}), std::chrono::milliseconds(60'000));
+  ASSERT_TRUE(still.ok());
+  EXPECT_EQ(still->status, 200) << still->body;
   server.Shutdown();
 }
 
