@@ -259,10 +259,14 @@ TEST_F(DecoderServiceTest, CancelledBetweenSteps) {
 TEST_F(DecoderServiceTest, HttpHangUpCancelsAndFullQueueAnswers429) {
   MetricsRegistry metrics;
   std::atomic<int> steps_seen{0};
-  auto service = MakeService(metrics, [this, &steps_seen](const auto& r, const auto& h, auto* t) {
+  // The first generation is held after its first step until the test has seen
+  // the 429 and its client has hung up, so no timing decides the outcome.
+  std::atomic<bool> release{false};
+  auto service = MakeService(metrics, [this, &steps_seen, &release](const auto& r, const auto& h, auto* t) {
     models::VisionGenerateHooks hooks = h;
-    hooks.after_step = [&steps_seen, inner = h.after_step](int i) {
+    hooks.after_step = [&steps_seen, &release, inner = h.after_step](int i) {
       ++steps_seen;
+      while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
       return inner(i);
     };
     return model_->Generate(r, hooks, t);
@@ -279,6 +283,10 @@ TEST_F(DecoderServiceTest, HttpHangUpCancelsAndFullQueueAnswers429) {
   auto post = [&](const std::string& body, std::chrono::milliseconds timeout) {
     return client.Request({.method = HttpMethod::kPost, .url = base + "/v1/decode", .body = body, .timeout = timeout});
   };
+  auto waiting = [&] {
+    auto scraped = client.Request({.method = HttpMethod::kGet, .url = base + "/metrics"});
+    return scraped.ok() && scraped->body.find("omni_decoder_queue_waiting 1") != std::string::npos;
+  };
   // A long generation (200 steps of 4096 tokens) whose client gives up after 1.5 s.
   const std::string long_body = Body({{"steps", 200}, {"width", 512}, {"height", 512}, {"seed", 1}});
   auto gone = std::async(std::launch::async, [&] { return post(long_body, std::chrono::milliseconds(1'500)); });
@@ -287,13 +295,14 @@ TEST_F(DecoderServiceTest, HttpHangUpCancelsAndFullQueueAnswers429) {
   auto queued = std::async(std::launch::async, [&] {
     return post(Body({{"steps", 1}, {"width", 64}, {"height", 64}, {"seed", 2}}), std::chrono::milliseconds(60'000));
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  while (!waiting()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   auto busy = post(Body({{"steps", 1}}), std::chrono::milliseconds(5'000));
-  ASSERT_TRUE(busy.ok());
+  ASSERT_TRUE(busy.ok()) << busy.status().ToString();
   EXPECT_EQ(busy->status, 429);
   EXPECT_EQ(busy->headers.GetOr("retry-after", ""), "5");
   EXPECT_NE(busy->body.find("server_busy"), std::string::npos);
   EXPECT_FALSE(gone.get().ok());  // the client timed out and closed its connection
+  release = true;
   auto served = queued.get();
   ASSERT_TRUE(served.ok());
   EXPECT_EQ(served->status, 200) << served->body;
