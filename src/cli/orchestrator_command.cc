@@ -81,11 +81,11 @@ int RunOrchestratorCommand(const OrchestratorFlags& f) {
     return 2;
   }
   orchestrator::HttpUpstream upstream(proxy_client, blocking_client);
-  orchestrator::OrchestratorService service(*config, upstream, store.get(), Clock::Real(), registry,
-                                            &media_client);
   // Signed URLs of the store's objects on this port (generated media): the
   // secret lives as long as the process, so do its URLs.
   const ObjectUrlSigner signer = ObjectUrlSigner::WithRandomSecret();
+  orchestrator::OrchestratorService service(*config, upstream, store.get(), Clock::Real(), registry,
+                                            &media_client, &signer);
   orchestrator::OrchestratorHttpAdapter adapter(service, store.get(), &signer);
   adapter.RegisterRoutes(server);
   if (Status s = server.Start(); !s.ok()) {

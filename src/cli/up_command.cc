@@ -216,6 +216,7 @@ Status WriteFileAtomically(const std::string& path, const std::string& text) {
 // and every child on its /health report.
 std::string OrchestratorYaml(const std::string& gateway_url, const std::string& store_uri,
                              const orchestrator::OrchestratorTimeouts& t, const orchestrator::MediaConfig& media,
+                             const orchestrator::ImagesConfig& images,
                              const std::vector<std::pair<std::string, std::string>>& components) {
   std::string yaml = "# Written by `omniserve up` at every start.\n"
                      "gateway: " + gateway_url + "\n"
@@ -233,6 +234,13 @@ std::string OrchestratorYaml(const std::string& gateway_url, const std::string& 
                      (media.fetch_ca_file.empty() ? std::string() : ", fetch_ca_file: " + YamlQuoted(media.fetch_ca_file)) +
                      ", fetch_allow_loopback: " + (media.fetch_allow_loopback ? "true" : "false") +
                      ", fetch_allow_private: " + (media.fetch_allow_private ? "true" : "false") + "}\n"
+                     "images: {vision_decoder: " + YamlQuoted(images.vision_decoder) +
+                     ", llm_model: " + YamlQuoted(images.llm_model) +
+                     ", decode_s: " + std::to_string(images.decode_timeout.count() / 1000) +
+                     ", url_ttl_s: " + std::to_string(images.url_ttl.count()) +
+                     ", max_concurrent: " + std::to_string(images.max_concurrent) +
+                     (images.public_url.empty() ? std::string() : ", public_url: " + YamlQuoted(images.public_url)) +
+                     "}\n"
                      "health:\n"
                      "  interval_ms: 1000\n"
                      "  components:\n";
@@ -330,9 +338,12 @@ StatusOr<Stack> StackChildren(const UpOptions& options, uint16_t client_port, co
   const std::string orchestrator_config = run_dir + "/orchestrator.yaml";
   orchestrator::MediaConfig media = plan.config.orchestrator_media;
   media.vision_encoder = plan.encoder_name;
+  orchestrator::ImagesConfig images = plan.config.orchestrator_images;
+  images.vision_decoder = plan.decoder_name;
+  images.llm_model = plan.model_name;
   OMNI_RETURN_IF_ERROR(WriteFileAtomically(
       orchestrator_config, OrchestratorYaml(BaseUrl(options.host, gateway_port), plan.store,
-                                            plan.config.orchestrator_timeouts, media, components)));
+                                            plan.config.orchestrator_timeouts, media, images, components)));
   children.push_back(role("orchestrator", {"orchestrator", "--config", orchestrator_config},
                           plan.config.orchestrator_args, client_port));
   return stack;

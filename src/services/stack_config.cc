@@ -93,6 +93,13 @@ StatusOr<StackConfig> ParseStackConfig(const ConfigNode& root) {
       OMNI_RETURN_IF_ERROR(o.Require(c.orchestrator_media.vision_encoder.empty(), "media",
                                      "media.vision_encoder is set by up itself (vision_encoder.served_model_name)"));
     }
+    if (const ConfigNode* i = o.GetNode("images")) {
+      OMNI_RETURN_IF_ERROR(orchestrator::ReadImagesConfig(*i, o.ChildPath("images"), &c.orchestrator_images));
+      OMNI_RETURN_IF_ERROR(o.Require(c.orchestrator_images.vision_decoder.empty() && c.orchestrator_images.llm_model.empty(),
+                                     "images",
+                                     "images.vision_decoder and images.llm_model are set by up itself (the served "
+                                     "model names)"));
+    }
     OMNI_RETURN_IF_ERROR(ReadArgs(o, {"--host", "--port", "--config"}, &c.orchestrator_args));
     OMNI_RETURN_IF_ERROR(o.Finish());
   }

@@ -65,6 +65,7 @@ struct StackConfig {
   std::vector<std::string> gateway_args;
   orchestrator::OrchestratorTimeouts orchestrator_timeouts;
   orchestrator::MediaConfig orchestrator_media;  // vision_encoder is up's to set
+  orchestrator::ImagesConfig orchestrator_images;  // vision_decoder is up's to set
   std::vector<std::string> orchestrator_args;
 };
 

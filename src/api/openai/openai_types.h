@@ -15,6 +15,11 @@
 
 namespace omni::openai {
 
+// The tool through which the Omni model draws, and its image argument
+// (spec/omni-model.md, "What the model emits for media").
+inline constexpr std::string_view kImageTool = "t2i_model_generation";
+inline constexpr std::string_view kImageToolParam = "discrete_image_token";
+
 // Options shared by chat and completions.
 struct GenerationOptions {
   SamplingParams sampling;        // validated by SamplingParams::Validate in the service

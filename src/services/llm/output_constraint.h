@@ -46,9 +46,8 @@
 
 namespace omni::llm {
 
-// The tool through which the model draws, and its image argument (spec/omni-model.md).
-inline constexpr std::string_view kImageTool = "t2i_model_generation";
-inline constexpr std::string_view kImageToolParam = "discrete_image_token";
+using openai::kImageTool;
+using openai::kImageToolParam;
 inline constexpr int kImageRows = 27;  // 27 x 27 = 729 vision codes
 inline constexpr int kMinAudioUnits = 3;
 inline constexpr int kMaxAudioUnits = 2000;

@@ -93,6 +93,23 @@ Status ReadMediaConfig(const ConfigNode& node, const std::string& path, MediaCon
   return r.Finish();
 }
 
+Status ReadImagesConfig(const ConfigNode& node, const std::string& path, ImagesConfig* m) {
+  ObjectReader r(node, path);
+  OMNI_RETURN_IF_ERROR(r.CheckIsMap());
+  OMNI_RETURN_IF_ERROR(r.GetString("vision_decoder", &m->vision_decoder));
+  OMNI_RETURN_IF_ERROR(r.GetString("llm_model", &m->llm_model));
+  OMNI_RETURN_IF_ERROR(GetMillis(r, "decode_s", 1000, 86'400, &m->decode_timeout));
+  std::chrono::milliseconds ttl = m->url_ttl;
+  OMNI_RETURN_IF_ERROR(GetMillis(r, "url_ttl_s", 1000, 7 * 86'400, &ttl));  // S3's presign limit: 7 days
+  m->url_ttl = std::chrono::duration_cast<std::chrono::seconds>(ttl);
+  OMNI_RETURN_IF_ERROR(r.GetString("public_url", &m->public_url));
+  if (!m->public_url.empty()) OMNI_RETURN_IF_ERROR(CheckBaseUrl(*r.GetNode("public_url"), r.ChildPath("public_url"), m->public_url));
+  OMNI_RETURN_IF_ERROR(r.GetInt("max_concurrent", &m->max_concurrent));
+  OMNI_RETURN_IF_ERROR(
+      r.Require(m->max_concurrent >= 1 && m->max_concurrent <= 1024, "max_concurrent", "must be in [1, 1024]"));
+  return r.Finish();
+}
+
 StatusOr<OrchestratorConfig> ParseOrchestratorConfig(const ConfigNode& root) {
   OrchestratorConfig c;
   ObjectReader r(root, "");
@@ -107,6 +124,9 @@ StatusOr<OrchestratorConfig> ParseOrchestratorConfig(const ConfigNode& root) {
   if (const ConfigNode* m = r.GetNode("media")) OMNI_RETURN_IF_ERROR(ReadMediaConfig(*m, "media", &c.media));
   OMNI_RETURN_IF_ERROR(r.Require(c.media.vision_encoder.empty() || !c.store.empty(), "media",
                                  "media.vision_encoder needs a store: encoders write their objects there"));
+  if (const ConfigNode* i = r.GetNode("images")) OMNI_RETURN_IF_ERROR(ReadImagesConfig(*i, "images", &c.images));
+  OMNI_RETURN_IF_ERROR(r.Require(c.images.vision_decoder.empty() || !c.store.empty(), "images",
+                                 "images.vision_decoder needs a store: the decoder writes its images there"));
   OMNI_RETURN_IF_ERROR(r.Finish());
   return c;
 }

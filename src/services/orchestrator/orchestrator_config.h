@@ -18,6 +18,13 @@
 //     fetch_allow_loopback: false      #   http(s) media on loopback / private addresses (refused by default)
 //     fetch_allow_private: false
 //     fetch_ca_file: ""                #   https media: CA certificates (PEM); empty: the system's
+//   images:                            # optional: image generation needs it (and the store)
+//     vision_decoder: omni-vd          #   the vision decoder's model name; the gateway routes /v1/decode by it
+//     llm_model: omni                  #   the chat model an Images API request without `model` draws with
+//     decode_s: 600                    #   one decoder call
+//     url_ttl_s: 3600                  #   lifetime of the image URLs handed to clients
+//     public_url: ""                   #   base of the signed URLs (local store); empty: http://<the request's Host>
+//     max_concurrent: 8                #   decoder calls this orchestrator runs at once (more wait)
 //   health:
 //     interval_ms: 1000                # how often the components are probed
 //     components:                      # reported by /health beside the gateway (and the store)
@@ -61,6 +68,16 @@ struct MediaConfig {
   std::string fetch_ca_file;  // https media: the CAs servers are verified against; empty: the system's
 };
 
+// How t2i_model_generation calls become images (image_stage.h).
+struct ImagesConfig {
+  std::string vision_decoder;  // model name of the vision decoder pool; empty: image generation is refused
+  std::string llm_model;       // the Images API's default model; empty: requests must name one
+  std::chrono::milliseconds decode_timeout{600'000};
+  std::chrono::seconds url_ttl{3600};
+  std::string public_url;  // "http://host:port" clients reach this orchestrator at; empty: from Host
+  int64_t max_concurrent = 8;
+};
+
 struct OrchestratorConfig {
   std::string gateway;  // base URL, "http://host:port", without a path
   std::string store;    // object store URI (file:// or s3://); empty: none
@@ -68,6 +85,7 @@ struct OrchestratorConfig {
   std::chrono::milliseconds probe_interval{1'000};
   std::vector<Component> components;  // besides the gateway, which is always probed
   MediaConfig media;
+  ImagesConfig images;
 };
 
 StatusOr<OrchestratorConfig> ParseOrchestratorConfig(const ConfigNode& root);
@@ -76,5 +94,7 @@ Status ReadOrchestratorTimeouts(const ConfigNode& node, const std::string& path,
 StatusOr<OrchestratorConfig> LoadOrchestratorConfig(const std::string& path);
 // The `media` map at `path` (also read by `up --config`).
 Status ReadMediaConfig(const ConfigNode& node, const std::string& path, MediaConfig* media);
+// The `images` map at `path` (also read by `up --config`).
+Status ReadImagesConfig(const ConfigNode& node, const std::string& path, ImagesConfig* images);
 
 }  // namespace omni::orchestrator

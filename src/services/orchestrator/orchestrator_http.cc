@@ -10,6 +10,13 @@ void OrchestratorHttpAdapter::RegisterRoutes(HttpServer& server) {
       service_.Chat(std::move(r), std::move(w));
     });
   }
+  server.RouteStreaming(HttpMethod::kPost, "/v1/images/generations",
+                        [this](HttpRequest r, std::shared_ptr<ResponseWriter> w) {
+                          service_.Images(std::move(r), std::move(w), /*edit=*/false);
+                        });
+  server.RouteStreaming(HttpMethod::kPost, "/v1/images/edits", [this](HttpRequest r, std::shared_ptr<ResponseWriter> w) {
+    service_.Images(std::move(r), std::move(w), /*edit=*/true);
+  });
   // Blocks on the gateway: on the worker pool.
   server.Route(HttpMethod::kGet, "/v1/models", [this](const HttpRequest& r) { return service_.Models(r); });
   if (store_ != nullptr && signer_ != nullptr) {

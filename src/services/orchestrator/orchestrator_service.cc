@@ -9,6 +9,8 @@
 #include "core/json_string.h"
 #include "core/log.h"
 #include "net/response_relay.h"
+#include "services/orchestrator/image_answer.h"
+#include "services/orchestrator/images_api.h"
 
 namespace omni::orchestrator {
 namespace {
@@ -96,7 +98,8 @@ struct OrchestratorService::Call : UpstreamCall {
 };
 
 OrchestratorService::OrchestratorService(OrchestratorConfig config, Upstream& upstream, ObjectStore* store,
-                                         const Clock& clock, MetricsRegistry& metrics, HttpClient* media_client)
+                                         const Clock& clock, MetricsRegistry& metrics, HttpClient* media_client,
+                                         const ObjectUrlSigner* signer)
     : config_(std::move(config)),
       upstream_(upstream),
       store_(store),
@@ -110,6 +113,7 @@ OrchestratorService::OrchestratorService(OrchestratorConfig config, Upstream& up
       component_up_(metrics.AddGauge("orchestrator_component_up",
                                      "1 if the component answered its last health probe, else 0.", {"component"})),
       media_(config_, upstream, store, media_client, metrics),
+      images_(config_, upstream, store, signer, clock, metrics),
       media_requests_(4) {
   auto& requests = metrics.AddCounter(
       "orchestrator_requests_total",
@@ -132,7 +136,15 @@ OrchestratorService::~OrchestratorService() = default;
 void OrchestratorService::Chat(HttpRequest request, std::shared_ptr<ResponseWriter> writer) {
   const log::RequestLog log(request.request_id);
   StatusOr<openai::ChatRequest> parsed = openai::ParseChatRequest(request.body, openai::MediaForm::kRawMedia);
-  const Status refusal = parsed.ok() ? RefuseUnservedMedia(*parsed, media_) : parsed.status();
+  Status refusal = parsed.ok() ? RefuseUnservedMedia(*parsed, media_) : parsed.status();
+  if (refusal.ok()) {
+    StatusOr<std::shared_ptr<ResponseWriter>> wrapped = WithImages(request, *parsed, writer);
+    if (wrapped.ok()) {
+      writer = std::move(wrapped).value();
+    } else {
+      refusal = wrapped.status();
+    }
+  }
   if (!refusal.ok()) {
     outcomes_.rejected->Inc();
     log.Info("orchestrator: refused: {}", refusal.message());
@@ -180,6 +192,61 @@ void OrchestratorService::Chat(HttpRequest request, std::shared_ptr<ResponseWrit
     media_pending_.fetch_sub(1);
     writer->Send(ErrorResponse(ShuttingDown()));
   }
+}
+
+void OrchestratorService::Images(HttpRequest request, std::shared_ptr<ResponseWriter> writer, bool edit) {
+  StatusOr<ImagesRequest> images =
+      edit ? ParseImagesEditRequest(request.headers.GetOr("content-type", ""), request.body)
+           : ParseImagesGenerationRequest(request.body);
+  if (images.ok() && !images_.enabled()) {
+    images = InvalidArgument("this deployment draws no images: images.vision_decoder is not configured")
+                 .WithErrorCode("image_generation_unavailable");
+  }
+  if (images.ok() && images->model.empty()) {
+    images->model = config_.images.llm_model;
+    if (images->model.empty()) {
+      images = InvalidArgument("'model' is required: this deployment names no default (images.llm_model)")
+                   .WithParam("model");
+    }
+  }
+  if (!images.ok()) {
+    outcomes_.rejected->Inc();
+    log::RequestLog(request.request_id).Info("orchestrator: images: refused: {}", images.status().message());
+    writer->Send(ErrorResponse(images.status()));
+    return;
+  }
+  request.body = ImagesChatBody(*images);
+  Chat(std::move(request), MakeImagesAnswerWriter(std::move(writer), images->b64_json));
+}
+
+StatusOr<std::shared_ptr<ResponseWriter>> OrchestratorService::WithImages(const HttpRequest& request,
+                                                                          const openai::ChatRequest& parsed,
+                                                                          std::shared_ptr<ResponseWriter> writer) {
+  bool offers_image_tool = false;
+  for (const openai::ToolSpec& tool : parsed.tool_specs) offers_image_tool = offers_image_tool || tool.name == openai::kImageTool;
+  if (!images_.enabled()) {
+    if (!offers_image_tool) return writer;  // the answer is relayed as it comes
+    return InvalidArgument(std::string("the request offers the tool ") + std::string(openai::kImageTool) +
+                           ", which draws through a vision decoder pool; this deployment has none "
+                           "(images.vision_decoder is not configured)")
+        .WithParam("tools")
+        .WithErrorCode("image_generation_unavailable");
+  }
+  // Every answer goes through the writer, tool or not: no image text reaches
+  // the client even when the model writes a block unasked.
+  OMNI_ASSIGN_OR_RETURN(ImageOptions options, ParseImageOptions(request.body));
+  std::string public_base;
+  if (offers_image_tool && !options.data_url && config_.store.starts_with("file://")) {
+    OMNI_ASSIGN_OR_RETURN(public_base, images_.PublicBase(request));
+  }
+  const bool errors_as_text = options.errors_as_text;
+  auto decode = [this, options = std::move(options), public_base = std::move(public_base),
+                 request_id = request.request_id](std::string tokens,
+                                                  std::function<void(StatusOr<GeneratedImage>)> done) {
+    images_.DecodeAsync(std::move(tokens), options, public_base, request_id, std::move(done));
+  };
+  return std::shared_ptr<ResponseWriter>(
+      std::make_shared<ImageAnswerWriter>(std::move(writer), std::move(decode), errors_as_text));
 }
 
 void OrchestratorService::ResolveMediaAndForward(const HttpRequest& request, const openai::ChatRequest& parsed,
@@ -244,7 +311,7 @@ void OrchestratorService::Done(const std::shared_ptr<Call>& call, StatusOr<int> 
     return;
   }
   outcomes_.failed->Inc();
-  const std::string& why = status.status().message();
+  const std::string why = status.status().message();
   Status error;
   if (shutting_down) {
     error = ShuttingDown();

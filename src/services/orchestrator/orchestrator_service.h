@@ -41,6 +41,7 @@
 #include "net/metrics.h"
 #include "net/upstream_calls.h"
 #include "core/thread_pool.h"
+#include "services/orchestrator/image_stage.h"
 #include "services/orchestrator/media_stage.h"
 #include "services/orchestrator/orchestrator_config.h"
 #include "storage/object_store.h"
@@ -81,13 +82,19 @@ class HttpUpstream final : public Upstream {
 class OrchestratorService {
  public:
   // `store` may be null (no store configured); `media_client` fetches
-  // http(s) media (null: such URLs are refused). All must outlive the service.
+  // http(s) media (null: such URLs are refused); `signer` signs the image
+  // URLs of a local store (null: none can be made). All must outlive the
+  // service.
   OrchestratorService(OrchestratorConfig config, Upstream& upstream, ObjectStore* store, const Clock& clock,
-                      MetricsRegistry& metrics, HttpClient* media_client = nullptr);
+                      MetricsRegistry& metrics, HttpClient* media_client = nullptr,
+                      const ObjectUrlSigner* signer = nullptr);
   ~OrchestratorService();
 
   // POST /v1/chat/completions (and OmniServe's /b/v1/chat/completions).
   void Chat(HttpRequest request, std::shared_ptr<ResponseWriter> writer);
+  // POST /v1/images/generations (`edit` false) and /v1/images/edits: the
+  // Images API as a chat request with the image tool forced (images_api.h).
+  void Images(HttpRequest request, std::shared_ptr<ResponseWriter> writer, bool edit);
   // GET /v1/models: the gateway's list (every pool's models), relayed.
   HttpResponse Models(const HttpRequest& request);
 
@@ -133,6 +140,11 @@ class OrchestratorService {
   // On a media worker: the media parts resolved, then Forward.
   void ResolveMediaAndForward(const HttpRequest& request, const openai::ChatRequest& parsed,
                               std::shared_ptr<ResponseWriter> writer);
+  // With image generation configured: `writer` behind an ImageAnswerWriter
+  // that decodes the answer's images (image_answer.h); an error for a
+  // request whose image options or Host cannot be served.
+  StatusOr<std::shared_ptr<ResponseWriter>> WithImages(const HttpRequest& request, const openai::ChatRequest& parsed,
+                                                       std::shared_ptr<ResponseWriter> writer);
   void Done(const std::shared_ptr<Call>& call, StatusOr<int> status);
   // Why `probe` is down, or an empty string when it is up.
   std::string ProbeOne(const Probe& probe);
@@ -153,6 +165,7 @@ class OrchestratorService {
   std::atomic<bool> stopping_{false};  // the drain deadline passed
   std::atomic<int64_t> media_pending_{0};  // requests queued for or in the media stage
   MediaStage media_;
+  ImageStage images_;
   ThreadPool media_requests_;  // requests in their media stage; declared last: joined first
 };
 

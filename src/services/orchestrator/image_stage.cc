@@ -1,0 +1,248 @@
+#include "services/orchestrator/image_stage.h"
+
+#include <cmath>
+#include <limits>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "api/json_body.h"
+#include "core/log.h"
+#include "services/orchestrator/orchestrator_service.h"
+
+namespace omni::orchestrator {
+namespace {
+
+// The ratios the vision decoder draws (spec/omni-model.md, "Vision decoder
+// details"); its own table gives their sizes.
+constexpr std::string_view kRatios[] = {"1:1", "1:2", "2:1", "3:4", "4:3", "3:5", "5:3",
+                                        "4:5", "5:4", "6:9", "9:6", "9:16", "16:9"};
+
+constexpr std::string_view kRatioPrefix = "<|vision_ratio_";
+constexpr std::string_view kBlockStart = "<|discrete_image_start|>";
+
+Status OptionError(std::string_view field, std::string what) {
+  return JsonFieldError("image_generation." + std::string(field), std::move(what));
+}
+
+// `tokens` with its ratio token replaced by `ratio` (inserted after the
+// block start when it has none).
+std::string WithRatio(std::string_view tokens, std::string_view ratio) {
+  const std::string token = std::string(kRatioPrefix) + std::string(ratio) + "|>";
+  std::string out(tokens);
+  if (size_t at = out.find(kRatioPrefix); at != std::string::npos) {
+    const size_t end = out.find("|>", at + kRatioPrefix.size());
+    if (end != std::string::npos) return out.replace(at, end + 2 - at, token);
+  }
+  const size_t start = out.find(kBlockStart);
+  return out.insert(start == std::string::npos ? 0 : start + kBlockStart.size(), token);
+}
+
+bool PlainHost(std::string_view host) {
+  if (host.empty() || host.size() > 255) return false;
+  for (char c : host) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                    c == '-' || c == ':' || c == '[' || c == ']';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// The decoder's error message, from its OpenAI error body (or the body's start).
+std::string DecoderMessage(const HttpClientResponse& r) {
+  nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+  if (j.is_object() && j.contains("error") && j["error"].is_object() && j["error"].contains("message") &&
+      j["error"]["message"].is_string()) {
+    return j["error"]["message"].get<std::string>();
+  }
+  return r.body.substr(0, 200);
+}
+
+}  // namespace
+
+StatusOr<ImageOptions> ParseImageOptions(std::string_view body) {
+  ImageOptions o;
+  const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_object() || !j.contains("image_generation") || j["image_generation"].is_null()) return o;
+  const nlohmann::json& g = j["image_generation"];
+  if (!g.is_object()) return JsonFieldError("image_generation", "an object");
+  for (const auto& [key, v] : g.items()) {
+    if (key == "response_format") {
+      if (!v.is_string() || (v != "url" && v != "b64_json")) return OptionError(key, "\"url\" or \"b64_json\"");
+      o.data_url = v == "b64_json";
+    } else if (key == "output_format") {
+      if (!v.is_string() || (v != "png" && v != "webp" && v != "jpeg")) {
+        return OptionError(key, "\"png\", \"webp\" or \"jpeg\"");
+      }
+      o.format = v.get<std::string>();
+    } else if (key == "seed") {
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > (int64_t{1} << 53)) {
+        return OptionError(key, "an integer in [0, 2^53]");
+      }
+      o.seed = v.get<uint64_t>();
+    } else if (key == "num_inference_steps") {
+      if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > 200) {
+        return OptionError(key, "an integer in [1, 200]");
+      }
+      o.steps = v.get<int>();
+    } else if (key == "guidance_scale") {
+      if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= 2)) return OptionError(key, "in [0, 2]");
+      o.guidance = v.get<double>();
+    } else if (key == "ratio") {
+      bool known = false;
+      for (std::string_view r : kRatios) known = known || (v.is_string() && v == r);
+      if (!known) return OptionError(key, "one of the decoder's ratios (1:1, 3:4, 4:3, 9:16, 16:9, ...)");
+      o.ratio = v.get<std::string>();
+    } else if (key == "on_error") {
+      if (!v.is_string() || (v != "error" && v != "text")) return OptionError(key, "\"error\" or \"text\"");
+      o.errors_as_text = v == "text";
+    } else {
+      return InvalidArgument("'image_generation." + key.substr(0, 40) +
+                             "' is not a field of image_generation (response_format, output_format, seed, "
+                             "num_inference_steps, guidance_scale, ratio, on_error)")
+          .WithParam("image_generation");
+    }
+  }
+  return o;
+}
+
+std::string NearestImageRatio(int width, int height) {
+  const double want = std::log(static_cast<double>(std::max(width, 1)) / std::max(height, 1));
+  std::string_view best = kRatios[0];
+  double best_diff = std::numeric_limits<double>::infinity();
+  for (std::string_view r : kRatios) {
+    const size_t colon = r.find(':');
+    const double w = std::stod(std::string(r.substr(0, colon))), h = std::stod(std::string(r.substr(colon + 1)));
+    const double diff = std::abs(std::log(w / h) - want);
+    if (diff < best_diff - 1e-12) {
+      best = r;
+      best_diff = diff;
+    }
+  }
+  return std::string(best);
+}
+
+ImageStage::ImageStage(const OrchestratorConfig& config, Upstream& upstream, ObjectStore* store,
+                       const ObjectUrlSigner* signer, const Clock& clock, MetricsRegistry& metrics)
+    : config_(config),
+      upstream_(upstream),
+      store_(store),
+      signer_(signer),
+      clock_(clock),
+      images_(&metrics.AddCounter("orchestrator_images_total",
+                                  "Images the LLM asked for, by result: ok (decoded and stored), error.", {"result"})),
+      seconds_(&metrics
+                    .AddHistogram("orchestrator_image_decode_seconds", "One image through the vision decoder.", {},
+                                  {0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600})
+                    .Get()),
+      pool_(static_cast<size_t>(config.images.max_concurrent)) {}
+
+ImageStage::~ImageStage() = default;
+
+bool ImageStage::enabled() const { return !config_.images.vision_decoder.empty() && store_ != nullptr; }
+
+StatusOr<std::string> ImageStage::PublicBase(const HttpRequest& request) const {
+  if (!config_.images.public_url.empty()) return config_.images.public_url;
+  const std::string host(request.headers.GetOr("host", ""));
+  if (!PlainHost(host)) {
+    return InvalidArgument("the request's Host header is not a host[:port], so no image URL can be made for it; "
+                           "send one, or set images.public_url")
+        .WithErrorCode("invalid_host");
+  }
+  return "http://" + host;
+}
+
+StatusOr<std::string> ImageStage::ClientUrl(const std::string& key, const std::string& public_base) const {
+  if (store_->uri().starts_with("s3://")) return store_->Presign(key, PresignMethod::kGet, config_.images.url_ttl);
+  if (signer_ == nullptr) return Internal("no URL signer for the local store");
+  OMNI_ASSIGN_OR_RETURN(std::string path, signer_->SignedPath(key, clock_.WallNow() + config_.images.url_ttl));
+  return public_base + path;
+}
+
+StatusOr<GeneratedImage> ImageStage::Decode(std::string_view tokens, const ImageOptions& options,
+                                            const std::string& public_base, const std::string& request_id) {
+  const auto start = clock_.Now();
+  auto failed = [&](Status s) -> StatusOr<GeneratedImage> {
+    images_->WithLabels({"error"}).Inc();
+    log::RequestLog(request_id).Warn("orchestrator: image: {}", s.ToString());
+    return s;
+  };
+  if (!enabled()) return failed(Unavailable("images.vision_decoder is not configured").WithErrorCode("decoder_unavailable"));
+  nlohmann::json body = {{"model", config_.images.vision_decoder},
+                         {"tokens", options.ratio.empty() ? std::string(tokens) : WithRatio(tokens, options.ratio)},
+                         {"format", options.format},
+                         {"response_format", options.data_url ? "b64_json" : "url"}};
+  if (options.seed) body["seed"] = *options.seed;
+  if (options.steps) body["steps"] = *options.steps;
+  if (options.guidance) body["guidance"] = *options.guidance;
+  HttpClientRequest up{.method = HttpMethod::kPost,
+                       .url = config_.gateway + "/v1/decode",
+                       .body = body.dump(),
+                       .timeout = config_.images.decode_timeout};
+  up.headers.Set("content-type", "application/json");
+  up.headers.Set("x-request-id", request_id);
+  StatusOr<HttpClientResponse> r = upstream_.Request(up);
+  if (!r.ok()) {
+    if (r.status().code() == StatusCode::kDeadlineExceeded) {
+      return failed(DeadlineExceeded(fmt::format("the vision decoder did not answer within images.decode_s ({} s)",
+                                                 config_.images.decode_timeout.count() / 1000))
+                        .WithErrorCode("image_decode_timeout"));
+    }
+    return failed(Unavailable("the vision decoder could not be reached through the gateway: " + r.status().message())
+                      .WithErrorCode("decoder_unavailable"));
+  }
+  if (r->status == 429) {
+    return failed(ResourceExhausted("the vision decoder is busy: " + DecoderMessage(*r) + "; retry later")
+                      .WithErrorCode("decoder_busy"));
+  }
+  if (r->status == 503 || r->status == 502) {
+    return failed(Unavailable("the vision decoder is unavailable: " + DecoderMessage(*r))
+                      .WithErrorCode("decoder_unavailable"));
+  }
+  if (r->status != 200) {
+    return failed(Internal(fmt::format("the vision decoder could not draw the model's image ({}): {}", r->status,
+                                       DecoderMessage(*r)))
+                      .WithErrorCode("image_decode_failed"));
+  }
+  const nlohmann::json j = nlohmann::json::parse(r->body, nullptr, false);
+  GeneratedImage image;
+  try {
+    image.key = j.at("key").get<std::string>();
+    image.width = j.at("width").get<int>();
+    image.height = j.at("height").get<int>();
+    image.seed = j.at("seed").get<uint64_t>();
+    if (j.contains("warnings")) image.warnings = j["warnings"].get<std::vector<std::string>>();
+    if (options.data_url) image.url = "data:" + j.at("mime").get<std::string>() + ";base64," + j.at("b64_json").get<std::string>();
+  } catch (const nlohmann::json::exception&) {
+    return failed(Internal("the vision decoder's answer is not the /v1/decode shape").WithErrorCode("image_decode_failed"));
+  }
+  if (!options.data_url) {
+    StatusOr<std::string> url = ClientUrl(image.key, public_base);
+    if (!url.ok()) return failed(Internal("cannot make the image's URL: " + url.status().message()));
+    image.url = std::move(url).value();
+  }
+  images_->WithLabels({"ok"}).Inc();
+  seconds_->Observe(std::chrono::duration<double>(clock_.Now() - start).count());
+  return image;
+}
+
+void ImageStage::DecodeAsync(std::string tokens, ImageOptions options, std::string public_base, std::string request_id,
+                             std::function<void(StatusOr<GeneratedImage>)> done) {
+  auto shared_done = std::make_shared<std::function<void(StatusOr<GeneratedImage>)>>(std::move(done));
+  const bool posted = pool_.Post([this, tokens = std::move(tokens), options = std::move(options),
+                                  public_base = std::move(public_base), request_id = std::move(request_id),
+                                  shared_done]() {
+    StatusOr<GeneratedImage> image = Internal("the image decode failed");
+    try {
+      image = Decode(tokens, options, public_base, request_id);
+    } catch (const std::exception& e) {  // bad_alloc
+      image = Internal(std::string("the image decode failed: ") + e.what());
+    }
+    (*shared_done)(std::move(image));
+  });
+  if (!posted) {
+    (*shared_done)(Unavailable("the orchestrator is shutting down").WithErrorCode("server_shutdown"));
+  }
+}
+
+}  // namespace omni::orchestrator

@@ -1,0 +1,112 @@
+// ImageStage: the orchestrator's way to the vision decoder. One image block
+// the LLM wrote (the argument of a t2i_model_generation call) becomes one
+// `POST GATEWAY/v1/decode` (docs/DECODER.md); the decoder writes the picture
+// to the store and the stage answers with the URL the client gets:
+//
+//   local store   a signed, expiring http URL on the orchestrator's own port
+//                 (storage/signed_url.h), from images.public_url or the
+//                 request's Host
+//   S3 store      the store's presigned GET URL
+//   data URL      with "response_format": "b64_json", the bytes inline
+//
+// Decodes run on a pool of images.max_concurrent threads; more wait there.
+//
+// What the client may ask of its images: the chat body's optional
+// "image_generation" object (docs/API.md):
+//   {"response_format": "url" | "b64_json", "output_format": "png" | "webp" | "jpeg",
+//    "seed": 0..2^53, "num_inference_steps": 1..200, "guidance_scale": 0..2,
+//    "ratio": "3:4", "on_error": "error" | "text"}
+//
+// Thread-safety: thread-safe.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/status.h"
+#include "core/thread_pool.h"
+#include "net/http.h"
+#include "net/metrics.h"
+#include "services/orchestrator/orchestrator_config.h"
+#include "storage/object_store.h"
+#include "storage/signed_url.h"
+
+namespace omni::orchestrator {
+
+class Upstream;
+
+struct ImageOptions {
+  bool data_url = false;       // "response_format": "b64_json"
+  std::string format = "png";  // "output_format"
+  std::optional<uint64_t> seed;
+  std::optional<int> steps;
+  std::optional<double> guidance;
+  std::string ratio;            // "" : the model's choice; else replaces it ("3:4")
+  bool errors_as_text = false;  // "on_error": "text": a failed image is an error field, the text still answered
+};
+
+// The body's "image_generation" object (absent: the defaults). InvalidArgument
+// names the field (param "image_generation.seed" ...). `body` parsed once
+// already as a chat request.
+StatusOr<ImageOptions> ParseImageOptions(std::string_view body);
+
+// The ratio ("W:H", one the decoder draws) nearest to `width`x`height` in
+// log-aspect; for the Images API's `size`.
+std::string NearestImageRatio(int width, int height);
+
+struct GeneratedImage {
+  std::string url;  // what the client gets
+  std::string key;  // the object in the store
+  int width = 0, height = 0;
+  uint64_t seed = 0;
+  std::vector<std::string> warnings;  // the decoder's (a ratio it replaced)
+};
+
+class ImageStage {
+ public:
+  // All must outlive the stage; `store` and `signer` may be null when no
+  // vision decoder is configured.
+  ImageStage(const OrchestratorConfig& config, Upstream& upstream, ObjectStore* store, const ObjectUrlSigner* signer,
+             const Clock& clock, MetricsRegistry& metrics);
+  ~ImageStage();
+
+  // images.vision_decoder is configured (with a store).
+  bool enabled() const;
+
+  // Where the client reaches this orchestrator, for signed URLs:
+  // images.public_url, else http://<Host> (a Host that is not a plain
+  // host[:port] is refused).
+  StatusOr<std::string> PublicBase(const HttpRequest& request) const;
+
+  // One image block through the decoder. Blocks up to images.decode_s.
+  // Errors carry OpenAI codes: decoder_busy (429), image_decode_timeout (504),
+  // decoder_unavailable (503), image_decode_failed (500: the decoder
+  // refused the model's tokens, or answered an error).
+  StatusOr<GeneratedImage> Decode(std::string_view tokens, const ImageOptions& options, const std::string& public_base,
+                                  const std::string& request_id);
+  // Decode on the stage's pool; `done` runs there (or at once with
+  // server_shutdown once the pool stopped).
+  void DecodeAsync(std::string tokens, ImageOptions options, std::string public_base, std::string request_id,
+                   std::function<void(StatusOr<GeneratedImage>)> done);
+
+ private:
+  StatusOr<std::string> ClientUrl(const std::string& key, const std::string& public_base) const;
+
+  const OrchestratorConfig& config_;
+  Upstream& upstream_;
+  ObjectStore* store_;
+  const ObjectUrlSigner* signer_;
+  const Clock& clock_;
+  CounterFamily* images_;  // by result: ok, error
+  Histogram* seconds_;
+  ThreadPool pool_;  // declared last: joined first
+};
+
+}  // namespace omni::orchestrator
