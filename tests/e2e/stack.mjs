@@ -12,12 +12,14 @@ export const STARTUP_WAIT_MS = 300_000;
 export const EXIT_WAIT_MS = 90_000;
 
 let OpenAIClass;
+let toFileFn;
 try {
-  ({ default: OpenAIClass } = await import('openai'));
+  ({ default: OpenAIClass, toFile: toFileFn } = await import('openai'));
 } catch (e) {
   throw new Error(`the npm package "openai" is missing (run \`npm ci\` in the repository root): ${e.message}`);
 }
 export const OpenAI = OpenAIClass;
+export const toFile = toFileFn;
 
 export class Stack {
   constructor(binary, args = []) {

@@ -7,6 +7,7 @@
 #include "api/json_body.h"
 #include "api/openai/openai_types.h"
 #include "core/base64.h"
+#include "core/utf8.h"
 #include "net/http.h"
 #include "net/multipart.h"
 #include "services/orchestrator/image_stage.h"
@@ -92,6 +93,7 @@ Status CheckPrompt(const ImagesRequest& r) {
 
 // A multipart text field as the JSON value its key takes.
 StatusOr<Json> TypedFormValue(const std::string& key, const std::string& text) {
+  if (!IsValidUtf8(text)) return JsonFieldError(key, "UTF-8 text");
   if (key == "n" || key == "seed" || key == "num_inference_steps" || key == "guidance_scale") {
     Json v = Json::parse(text, nullptr, false);
     if (v.is_discarded() || !v.is_number()) return JsonFieldError(key, "a number");
@@ -172,7 +174,7 @@ std::string ImagesChatBody(const ImagesRequest& r) {
   // The same prompt and seed draw the same picture: the LLM's sampling is
   // seeded too.
   if (r.seed) chat["seed"] = *r.seed;
-  return chat.dump();
+  return chat.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 namespace {
