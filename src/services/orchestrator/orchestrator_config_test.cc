@@ -33,6 +33,25 @@ TEST(OrchestratorConfig, ReadsEveryField) {
   EXPECT_EQ(c->components[1].url, "http://[::1]:9002");
 }
 
+TEST(OrchestratorConfig, ReadsTheImagesSection) {
+  auto c = Parse(
+      "gateway: http://127.0.0.1:8001\n"
+      "store: file:///tmp/objects\n"
+      "images: {vision_decoder: vd, llm_model: omni, decode_s: 20, url_ttl_s: 60, public_url: 'http://h:80',"
+      " max_concurrent: 3}\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->images.vision_decoder, "vd");
+  EXPECT_EQ(c->images.llm_model, "omni");
+  EXPECT_EQ(c->images.decode_timeout, std::chrono::seconds(20));
+  EXPECT_EQ(c->images.url_ttl, std::chrono::seconds(60));
+  EXPECT_EQ(c->images.public_url, "http://h:80");
+  EXPECT_EQ(c->images.max_concurrent, 3);
+  auto defaults = Parse("gateway: http://127.0.0.1:8001\n");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_TRUE(defaults->images.vision_decoder.empty());  // no image generation
+  EXPECT_EQ(defaults->images.url_ttl, std::chrono::hours(1));
+}
+
 TEST(OrchestratorConfig, OnlyTheGatewayIsRequired) {
   auto c = Parse("gateway: http://127.0.0.1:8001\n");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
@@ -61,6 +80,10 @@ TEST(OrchestratorConfig, ErrorsNameTheFieldAndItsPosition) {
            {"gateway: http://127.0.0.1:8001\nhealth: {components: [{name: a}]}\n",
             "health.components[0].url: required field is missing"},
            {"gateway: http://127.0.0.1:8001\ngatway: x\n", "gatway"},
+           {"gateway: http://127.0.0.1:8001\nimages: {vision_decoder: vd}\n", "images.vision_decoder needs a store"},
+           {"gateway: http://127.0.0.1:8001\nimages: {url_ttl_s: 700000}\n", "images.url_ttl_s: must be in [1, 604800]"},
+           {"gateway: http://127.0.0.1:8001\nimages: {public_url: 'http://h/x'}\n", "images.public_url"},
+           {"gateway: http://127.0.0.1:8001\nimages: {max_concurrent: 0}\n", "images.max_concurrent"},
        }) {
     auto parsed = Parse(c.yaml);
     ASSERT_FALSE(parsed.ok()) << c.yaml;
