@@ -192,16 +192,19 @@ void ImageAnswerWriter::Launch(const std::vector<size_t>& sites, bool whole) {
   // answer is in, and the client's answer waits for the images.
   std::shared_ptr<ImageAnswerWriter> self = shared_from_this();
   for (size_t i : sites) {
-    // An image call without its tokens goes to the decoder too, which
-    // refuses it: one path for every failed image (ImageDone names the cause).
-    std::string tokens = sites_[i]->tokens;
-    decode_(std::move(tokens), [self, i, whole](StatusOr<GeneratedImage> image) {
+    auto done = [self, i, whole](StatusOr<GeneratedImage> image) {
       if (whole) {
         self->WholeImageDone(i, std::move(image));
       } else {
         self->ImageDone(i, std::move(image));
       }
-    });
+    };
+    // A call cut short (max_tokens) has no block: it fails here, no decoder asked.
+    if (sites_[i]->tokens.empty()) {
+      done(MissingTokens());
+    } else {
+      decode_(sites_[i]->tokens, std::move(done));
+    }
   }
 }
 
@@ -260,7 +263,7 @@ bool ImageAnswerWriter::Send(HttpResponse response) {
 
 void ImageAnswerWriter::WholeImageDone(size_t site, StatusOr<GeneratedImage> image) {
   std::unique_lock lock(mu_);
-  sites_[site]->result = sites_[site]->tokens.empty() ? StatusOr<GeneratedImage>(MissingTokens()) : std::move(image);
+  sites_[site]->result = std::move(image);
   sites_[site]->done = true;
   if (--pending_ > 0) return;
   std::unique_ptr<Whole> whole = std::move(whole_);
@@ -487,7 +490,7 @@ void ImageAnswerWriter::ImageDone(size_t site, StatusOr<GeneratedImage> image) {
   if (failed_) return;
   --pending_;
   Site& s = *sites_[site];
-  s.result = s.tokens.empty() ? StatusOr<GeneratedImage>(MissingTokens()) : std::move(image);
+  s.result = std::move(image);
   s.done = true;
   if (!s.result.ok() && !errors_as_text_) {
     failed_ = true;
