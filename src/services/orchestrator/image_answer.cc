@@ -209,7 +209,11 @@ void ImageAnswerWriter::Launch(const std::vector<size_t>& sites, bool whole) {
 }
 
 bool ImageAnswerWriter::Send(HttpResponse response) {
-  Json j = response.status == 200 ? Json::parse(response.body, nullptr, false) : Json();
+  // Most answers hold no image text at all: relayed byte for byte.
+  const bool maybe_images = response.body.find("<|") != std::string::npos ||
+                            response.body.find(openai::kImageTool) != std::string::npos;
+  if (response.status != 200 || !maybe_images) return client_->Send(std::move(response));
+  Json j = Json::parse(response.body, nullptr, false);
   if (!j.is_object() || !j.contains("choices") || !j["choices"].is_array()) return client_->Send(std::move(response));
   std::vector<size_t> to_start;
   {
