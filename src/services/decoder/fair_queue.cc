@@ -18,7 +18,8 @@ FairQueue::~FairQueue() {
 bool FairQueue::Submit(const std::string& key, std::function<void()> run, std::function<void()> drop) {
   {
     std::lock_guard lock(mu_);
-    if (closed_ || waiting_ >= options_.max_waiting) return false;
+    // An idle worker takes the job at once, so it does not count as waiting.
+    if (closed_ || waiting_ >= options_.max_waiting + (running_ ? 0 : 1)) return false;
     by_key_[key].push_back({std::move(run), std::move(drop)});
     ++waiting_;
   }

@@ -2,7 +2,8 @@
 // every core, or every rank), chosen fairly across clients: round robin over
 // the keys that have work waiting, first come first served within a key, so
 // one client's burst does not starve another's single request. Bounded: a job
-// beyond `max_waiting` is refused at once (the caller answers 429).
+// beyond `max_waiting` waiting behind a running one is refused at once (the
+// caller answers 429); an idle queue takes one even with max_waiting 0.
 //
 //   FairQueue queue({.max_waiting = 8});
 //   if (!queue.Submit(user, [=] { Run(); }, [=] { AnswerShutdown(); })) Answer429();

@@ -60,5 +60,21 @@ TEST(FairQueueTest, RefusesBeyondTheBoundAndDropsWaitingJobsOnClose) {
   EXPECT_EQ(ran, 0);
 }
 
+// With no waiting room an idle queue still runs one job; while it runs,
+// the next is refused.
+TEST(FairQueueTest, NoWaitingRoomStillRunsOneJob) {
+  FairQueue queue({.max_waiting = 0});
+  Gate gate;
+  ASSERT_TRUE(queue.Submit("x", gate.Job()));
+  gate.WaitStarted();
+  EXPECT_FALSE(queue.Submit("y", [] {}));
+  gate.Release();
+  queue.WaitIdle();
+  int ran = 0;
+  EXPECT_TRUE(queue.Submit("y", [&] { ++ran; }));
+  queue.WaitIdle();
+  EXPECT_EQ(ran, 1);
+}
+
 }  // namespace
 }  // namespace omni::decoder

@@ -176,8 +176,20 @@ struct ImageAnswerWriter::Whole {
   HttpResponse response;
 };
 
-ImageAnswerWriter::ImageAnswerWriter(std::shared_ptr<ResponseWriter> client, DecodeFn decode, bool errors_as_text)
-    : client_(std::move(client)), decode_(std::move(decode)), errors_as_text_(errors_as_text) {}
+ImageAnswerWriter::ImageAnswerWriter(std::shared_ptr<ResponseWriter> client, DecodeFn decode, bool errors_as_text,
+                                     std::function<void()> on_client_gone)
+    : client_(std::move(client)),
+      decode_(std::move(decode)),
+      errors_as_text_(errors_as_text),
+      on_client_gone_(std::move(on_client_gone)) {}
+
+void ImageAnswerWriter::OnClientGone(std::function<void()> cb) {
+  // The client's writer keeps one callback: both go in it.
+  client_->OnClientGone([cb = std::move(cb), cancel = on_client_gone_] {
+    if (cb) cb();
+    if (cancel) cancel();
+  });
+}
 
 ImageAnswerWriter::~ImageAnswerWriter() = default;
 

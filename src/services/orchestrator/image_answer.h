@@ -71,7 +71,10 @@ class ImageAnswerWriter final : public ResponseWriter, public std::enable_shared
   using DecodeFn =
       std::function<void(std::string tokens, std::function<void(StatusOr<GeneratedImage>)> done)>;
 
-  ImageAnswerWriter(std::shared_ptr<ResponseWriter> client, DecodeFn decode, bool errors_as_text);
+  // `on_client_gone` (may be empty) runs when the client leaves: it cancels
+  // the decodes still running.
+  ImageAnswerWriter(std::shared_ptr<ResponseWriter> client, DecodeFn decode, bool errors_as_text,
+                    std::function<void()> on_client_gone = nullptr);
   ~ImageAnswerWriter() override;
 
   bool Send(HttpResponse response) override;
@@ -80,7 +83,8 @@ class ImageAnswerWriter final : public ResponseWriter, public std::enable_shared
   bool WriteNoWait(std::string_view chunk) override { return Write(chunk); }
   bool Finish() override;
   bool client_gone() const override { return client_->client_gone(); }
-  void OnClientGone(std::function<void()> cb) override { client_->OnClientGone(std::move(cb)); }
+  // The relay's callback, and then on_client_gone.
+  void OnClientGone(std::function<void()> cb) override;
   const std::string& request_id() const override { return client_->request_id(); }
 
  private:
@@ -102,6 +106,7 @@ class ImageAnswerWriter final : public ResponseWriter, public std::enable_shared
   std::shared_ptr<ResponseWriter> client_;
   DecodeFn decode_;
   const bool errors_as_text_;
+  const std::function<void()> on_client_gone_;
 
   std::mutex mu_;
   bool streaming_ = false;     // an event stream is being edited

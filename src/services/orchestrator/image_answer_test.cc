@@ -192,8 +192,20 @@ class FakeClient final : public ResponseWriter {
     return true;
   }
   bool client_gone() const override { return false; }
-  void OnClientGone(std::function<void()>) override {}
+  void OnClientGone(std::function<void()> cb) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    on_gone_ = std::move(cb);
+  }
   const std::string& request_id() const override { return id_; }
+  // The client leaves: its one callback runs.
+  void Leave() {
+    std::function<void()> cb;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cb = on_gone_;
+    }
+    if (cb) cb();
+  }
 
   std::optional<HttpResponse> whole() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -235,6 +247,7 @@ class FakeClient final : public ResponseWriter {
   std::vector<std::string> writes_;
   int finishes_ = 0;
   std::string id_ = "req-1";
+  std::function<void()> on_gone_;
 };
 
 std::shared_ptr<ImageAnswerWriter> MakeWriter(const std::shared_ptr<FakeClient>& client, FakeDecoder& decoder,
@@ -504,6 +517,21 @@ TEST(ImageAnswerWriter, AWholeAnswerWaitsForItsImageThenCarriesIt) {
   EXPECT_EQ(answer.at("choices").at(0).at("finish_reason"), "tool_calls");
   EXPECT_EQ(answer.at("id"), "chatcmpl-1");
   EXPECT_TRUE(answer.contains("usage"));
+}
+
+TEST(ImageAnswerWriter, AClientThatLeavesRunsTheRelaysCallbackAndCancelsTheDecodes) {
+  FakeDecoder decoder(FakeDecoder::Mode::kLater);
+  auto client = std::make_shared<FakeClient>();
+  int cancelled = 0, relay_told = 0;
+  auto writer = std::make_shared<ImageAnswerWriter>(client, decoder.Fn(), false, [&] { ++cancelled; });
+  writer->OnClientGone([&] { ++relay_told; });  // as the relay registers itself
+  EXPECT_TRUE(writer->Send(JsonResponse(200, Completion({ChoiceOf(0, Message("", {ImageCall("c", 5)}), "tool_calls")}))));
+  ASSERT_EQ(decoder.count(), 1u);
+  client->Leave();
+  EXPECT_EQ(relay_told, 1);
+  EXPECT_EQ(cancelled, 1);
+  decoder.Complete(0, Status(StatusCode::kCancelled, "the client went away"));
+  EXPECT_EQ(client->sends(), 1);  // answered (to nobody), so the writer is done
 }
 
 TEST(ImageAnswerWriter, AWholeAnswerDecodedAtOnceGoesOutAtOnce) {

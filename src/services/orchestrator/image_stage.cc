@@ -1,7 +1,6 @@
 #include "services/orchestrator/image_stage.h"
 
-#include <cmath>
-#include <limits>
+#include <future>
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -50,6 +49,35 @@ std::string DecoderMessage(const HttpClientResponse& r) {
 
 }  // namespace
 
+void ImageCancels::Cancel() {
+  std::vector<std::weak_ptr<HttpCallHandle>> calls;
+  {
+    std::lock_guard lock(mu_);
+    cancelled_ = true;
+    calls.swap(calls_);
+  }
+  for (auto& weak : calls) {
+    if (auto call = weak.lock()) call->Cancel();
+  }
+}
+
+bool ImageCancels::Register(std::shared_ptr<HttpCallHandle> call) {
+  {
+    std::lock_guard lock(mu_);
+    if (!cancelled_) {
+      calls_.push_back(call);
+      return true;
+    }
+  }
+  call->Cancel();
+  return false;
+}
+
+bool ImageCancels::cancelled() const {
+  std::lock_guard lock(mu_);
+  return cancelled_;
+}
+
 ImageStage::ImageStage(const OrchestratorConfig& config, Upstream& upstream, ObjectStore* store,
                        const ObjectUrlSigner* signer, const Clock& clock, MetricsRegistry& metrics)
     : config_(config),
@@ -58,7 +86,7 @@ ImageStage::ImageStage(const OrchestratorConfig& config, Upstream& upstream, Obj
       signer_(signer),
       clock_(clock),
       images_(&metrics.AddCounter("orchestrator_images_total",
-                                  "Images the LLM asked for, by result: ok (decoded and stored), error.", {"result"})),
+                                  "Images the LLM asked for, by result: ok (decoded and stored), error, cancelled (the client left).", {"result"})),
       seconds_(&metrics
                     .AddHistogram("orchestrator_image_decode_seconds", "One image through the vision decoder.", {},
                                   {0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600})
@@ -88,7 +116,8 @@ StatusOr<std::string> ImageStage::ClientUrl(const std::string& key, const std::s
 }
 
 StatusOr<GeneratedImage> ImageStage::Decode(std::string_view tokens, const ImageOptions& options,
-                                            const std::string& public_base, const std::string& request_id) {
+                                            const std::string& public_base, const std::string& request_id,
+                                            ImageCancels* cancels) {
   const auto start = clock_.Now();
   auto failed = [&](Status s) -> StatusOr<GeneratedImage> {
     images_->WithLabels({"error"}).Inc();
@@ -109,7 +138,32 @@ StatusOr<GeneratedImage> ImageStage::Decode(std::string_view tokens, const Image
                        .timeout = config_.images.decode_timeout};
   up.headers.Set("content-type", "application/json");
   up.headers.Set("x-request-id", request_id);
-  StatusOr<HttpClientResponse> r = upstream_.Request(up);
+  // Asynchronous, so that a client who leaves cancels it: the decoder sees
+  // the connection close and stops between steps.
+  auto response = std::make_shared<HttpClientResponse>();
+  auto finished = std::make_shared<std::promise<Status>>();
+  std::future<Status> result = finished->get_future();
+  HttpStreamCallbacks callbacks;
+  callbacks.on_headers = [response](int status, const HttpHeaders& headers) {
+    response->status = status;
+    response->headers = headers;
+    return true;
+  };
+  callbacks.on_body = [response](std::string_view chunk) {
+    response->body.append(chunk);
+    return true;
+  };
+  std::shared_ptr<HttpCallHandle> call = upstream_.StreamAsync(
+      std::move(up), std::move(callbacks),
+      [finished](StatusOr<int> status) { finished->set_value(status.ok() ? Status::Ok() : status.status()); });
+  if (cancels != nullptr) cancels->Register(call);
+  const Status exchange = result.get();
+  StatusOr<HttpClientResponse> r = exchange.ok() ? StatusOr<HttpClientResponse>(std::move(*response)) : exchange;
+  if (cancels != nullptr && cancels->cancelled()) {
+    images_->WithLabels({"cancelled"}).Inc();
+    log::RequestLog(request_id).Info("orchestrator: image: the client went away; its decode was cancelled");
+    return Cancelled("the client went away; the image's decode was cancelled");
+  }
   if (!r.ok()) {
     if (r.status().code() == StatusCode::kDeadlineExceeded) {
       return failed(DeadlineExceeded(fmt::format("the vision decoder did not answer within images.decode_s ({} s)",
@@ -155,14 +209,17 @@ StatusOr<GeneratedImage> ImageStage::Decode(std::string_view tokens, const Image
 }
 
 void ImageStage::DecodeAsync(std::string tokens, ImageOptions options, std::string public_base, std::string request_id,
-                             std::function<void(StatusOr<GeneratedImage>)> done) {
+                             std::function<void(StatusOr<GeneratedImage>)> done,
+                             std::shared_ptr<ImageCancels> cancels) {
   auto shared_done = std::make_shared<std::function<void(StatusOr<GeneratedImage>)>>(std::move(done));
   const bool posted = pool_.Post([this, tokens = std::move(tokens), options = std::move(options),
                                   public_base = std::move(public_base), request_id = std::move(request_id),
-                                  shared_done]() {
+                                  shared_done, cancels]() {
     StatusOr<GeneratedImage> image = Internal("the image decode failed");
     try {
-      image = Decode(tokens, options, public_base, request_id);
+      image = cancels != nullptr && cancels->cancelled()
+                  ? StatusOr<GeneratedImage>(Cancelled("the client went away before the image's decode started"))
+                  : Decode(tokens, options, public_base, request_id, cancels.get());
     } catch (const std::exception& e) {  // bad_alloc
       image = Internal(std::string("the image decode failed: ") + e.what());
     }

@@ -18,6 +18,8 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +29,7 @@
 #include "core/status.h"
 #include "core/thread_pool.h"
 #include "net/http.h"
+#include "net/http_client.h"
 #include "net/metrics.h"
 #include "services/orchestrator/image_options.h"
 #include "services/orchestrator/orchestrator_config.h"
@@ -43,6 +46,23 @@ struct GeneratedImage {
   int width = 0, height = 0;
   uint64_t seed = 0;
   std::vector<std::string> warnings;  // the decoder's (a ratio it replaced)
+};
+
+// The decoder calls of one request, cancelled together when its client goes
+// away: each call is dropped, and the decoder (through the gateway) stops
+// that generation between steps.
+class ImageCancels {
+ public:
+  // Cancels every call registered, now and later. Thread-safe, non-blocking.
+  void Cancel();
+  // Keeps `call` to cancel; false (and `call` cancelled) when already cancelled.
+  bool Register(std::shared_ptr<HttpCallHandle> call);
+  bool cancelled() const;
+
+ private:
+  mutable std::mutex mu_;
+  bool cancelled_ = false;                              // guarded by mu_
+  std::vector<std::weak_ptr<HttpCallHandle>> calls_;  // guarded by mu_
 };
 
 class ImageStage {
@@ -65,12 +85,13 @@ class ImageStage {
   // Errors carry OpenAI codes: decoder_busy (429), image_decode_timeout (504),
   // decoder_unavailable (503), image_decode_failed (500: the decoder
   // refused the model's tokens, or answered an error).
+  // With `cancels` (may be null) cancelled: Cancelled, the call dropped.
   StatusOr<GeneratedImage> Decode(std::string_view tokens, const ImageOptions& options, const std::string& public_base,
-                                  const std::string& request_id);
+                                  const std::string& request_id, ImageCancels* cancels = nullptr);
   // Decode on the stage's pool; `done` runs there (or at once with
   // server_shutdown once the pool stopped).
   void DecodeAsync(std::string tokens, ImageOptions options, std::string public_base, std::string request_id,
-                   std::function<void(StatusOr<GeneratedImage>)> done);
+                   std::function<void(StatusOr<GeneratedImage>)> done, std::shared_ptr<ImageCancels> cancels = nullptr);
 
  private:
   StatusOr<std::string> ClientUrl(const std::string& key, const std::string& public_base) const;

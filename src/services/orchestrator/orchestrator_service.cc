@@ -240,13 +240,14 @@ StatusOr<std::shared_ptr<ResponseWriter>> OrchestratorService::WithImages(const 
     OMNI_ASSIGN_OR_RETURN(public_base, images_.PublicBase(request));
   }
   const bool errors_as_text = options.errors_as_text;
+  auto cancels = std::make_shared<ImageCancels>();
   auto decode = [this, options = std::move(options), public_base = std::move(public_base),
-                 request_id = request.request_id](std::string tokens,
-                                                  std::function<void(StatusOr<GeneratedImage>)> done) {
-    images_.DecodeAsync(std::move(tokens), options, public_base, request_id, std::move(done));
+                 request_id = request.request_id, cancels](std::string tokens,
+                                                           std::function<void(StatusOr<GeneratedImage>)> done) {
+    images_.DecodeAsync(std::move(tokens), options, public_base, request_id, std::move(done), cancels);
   };
-  return std::shared_ptr<ResponseWriter>(
-      std::make_shared<ImageAnswerWriter>(std::move(writer), std::move(decode), errors_as_text));
+  return std::shared_ptr<ResponseWriter>(std::make_shared<ImageAnswerWriter>(
+      std::move(writer), std::move(decode), errors_as_text, [cancels] { cancels->Cancel(); }));
 }
 
 void OrchestratorService::ResolveMediaAndForward(const HttpRequest& request, const openai::ChatRequest& parsed,
