@@ -65,6 +65,8 @@ bool ImageCancels::Register(std::shared_ptr<HttpCallHandle> call) {
   {
     std::lock_guard lock(mu_);
     if (!cancelled_) {
+      // Calls that ended are forgotten here, so a long-lived set stays small.
+      std::erase_if(calls_, [](const std::weak_ptr<HttpCallHandle>& c) { return c.expired(); });
       calls_.push_back(call);
       return true;
     }
@@ -94,6 +96,8 @@ ImageStage::ImageStage(const OrchestratorConfig& config, Upstream& upstream, Obj
       pool_(static_cast<size_t>(config.images.max_concurrent)) {}
 
 ImageStage::~ImageStage() = default;
+
+void ImageStage::Stop() { stopping_.Cancel(); }
 
 bool ImageStage::enabled() const { return !config_.images.vision_decoder.empty() && store_ != nullptr; }
 
@@ -157,8 +161,19 @@ StatusOr<GeneratedImage> ImageStage::Decode(std::string_view tokens, const Image
       std::move(up), std::move(callbacks),
       [finished](StatusOr<int> status) { finished->set_value(status.ok() ? Status::Ok() : status.status()); });
   if (cancels != nullptr) cancels->Register(call);
+  stopping_.Register(call);
+  // The exchange has its own timeout; this bound only guards against a done
+  // callback that never comes (the client's io threads stopped under it).
+  if (result.wait_for(config_.images.decode_timeout + std::chrono::seconds(10)) != std::future_status::ready) {
+    call->Cancel();
+    return failed(DeadlineExceeded("the vision decoder's answer never completed").WithErrorCode("image_decode_timeout"));
+  }
   const Status exchange = result.get();
   StatusOr<HttpClientResponse> r = exchange.ok() ? StatusOr<HttpClientResponse>(std::move(*response)) : exchange;
+  if (stopping_.cancelled()) {
+    return failed(Unavailable("the orchestrator is shutting down: the image's decode was stopped at the drain deadline")
+                      .WithErrorCode("server_shutdown"));
+  }
   if (cancels != nullptr && cancels->cancelled()) {
     images_->WithLabels({"cancelled"}).Inc();
     log::RequestLog(request_id).Info("orchestrator: image: the client went away; its decode was cancelled");

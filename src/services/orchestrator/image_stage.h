@@ -75,6 +75,9 @@ class ImageStage {
 
   // images.vision_decoder is configured (with a store).
   bool enabled() const;
+  // The drain deadline passed: running decoder calls are dropped (their
+  // images fail with server_shutdown), and later ones too.
+  void Stop();
 
   // Where the client reaches this orchestrator, for signed URLs:
   // images.public_url, else http://<Host> (a Host that is not a plain
@@ -103,6 +106,7 @@ class ImageStage {
   const Clock& clock_;
   CounterFamily* images_;  // by result: ok, error
   Histogram* seconds_;
+  ImageCancels stopping_;  // every call, cancelled by Stop
   ThreadPool pool_;  // declared last: joined first
 };
 

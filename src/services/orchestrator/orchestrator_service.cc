@@ -339,6 +339,7 @@ void OrchestratorService::Done(const std::shared_ptr<Call>& call, StatusOr<int> 
 void OrchestratorService::StopForShutdown() {
   stopping_.store(true);
   media_.Stop();
+  images_.Stop();
   // Each ends through Done, with Cancelled.
   const size_t stopped = live_.ShutdownAll();
   OMNI_LOG(kInfo, "orchestrator: drain deadline: stopping {} chat requests", stopped);
