@@ -152,6 +152,17 @@ HttpHeaders EventStream() {
   return h;
 }
 
+// The upstream's whole stream for one image call (block `n`): announce,
+// arguments, finish, [DONE], and the relay's Finish.
+void StreamOneCallToTheEnd(ImageAnswerWriter& writer, int n) {
+  ASSERT_TRUE(writer.StartStream(200, EventStream()));
+  EXPECT_TRUE(writer.Write(CallAnnounce("call_1")));
+  EXPECT_TRUE(writer.Write(CallArgs(Arguments(Block(n)))));
+  EXPECT_TRUE(writer.Write(FinishChunk("tool_calls")));
+  EXPECT_TRUE(writer.Write(kDone));
+  writer.Finish();
+}
+
 TEST(ImageAnswerWriter, StreamTextPassesAsItComes) {
   FakeDecoder decoder(FakeDecoder::Mode::kAtOnce);
   auto client = std::make_shared<FakeClient>();
@@ -436,12 +447,7 @@ TEST(ImageAnswerWriter, StreamFailedImageAfterTheUpstreamEnded) {
   FakeDecoder decoder(FakeDecoder::Mode::kLater);
   auto client = std::make_shared<FakeClient>();
   auto writer = MakeWriter(client, decoder);
-  ASSERT_TRUE(writer->StartStream(200, EventStream()));
-  EXPECT_TRUE(writer->Write(CallAnnounce("call_1")));
-  EXPECT_TRUE(writer->Write(CallArgs(Arguments(Block(5)))));
-  EXPECT_TRUE(writer->Write(FinishChunk("tool_calls")));
-  EXPECT_TRUE(writer->Write(kDone));
-  writer->Finish();
+  StreamOneCallToTheEnd(*writer, 5);
   EXPECT_EQ(client->finishes(), 0);
   decoder.Complete(0, ResourceExhausted("full").WithErrorCode("decoder_busy"));
 
@@ -738,12 +744,7 @@ TEST(ImageAnswerWriter, TheStreamEndsAfterTheRelayLetGoOfTheWriter) {
   FakeDecoder decoder(FakeDecoder::Mode::kLater);
   auto client = std::make_shared<FakeClient>();
   auto writer = MakeWriter(client, decoder);
-  ASSERT_TRUE(writer->StartStream(200, EventStream()));
-  EXPECT_TRUE(writer->Write(CallAnnounce("call_1")));
-  EXPECT_TRUE(writer->Write(CallArgs(Arguments(Block(5)))));
-  EXPECT_TRUE(writer->Write(FinishChunk("tool_calls")));
-  EXPECT_TRUE(writer->Write(kDone));
-  writer->Finish();
+  StreamOneCallToTheEnd(*writer, 5);
   writer.reset();
   decoder.Complete(0);
   const std::vector<ClientEvent> events = EventsOf(*client);
