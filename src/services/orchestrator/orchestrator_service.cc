@@ -236,8 +236,12 @@ StatusOr<std::shared_ptr<ResponseWriter>> OrchestratorService::WithImages(const 
   // the client even when the model writes a block unasked.
   OMNI_ASSIGN_OR_RETURN(ImageOptions options, ParseImageOptions(request.body));
   std::string public_base;
-  if (offers_image_tool && !options.data_url && config_.store.starts_with("file://")) {
-    OMNI_ASSIGN_OR_RETURN(public_base, images_.PublicBase(request));
+  if (!options.data_url && config_.store.starts_with("file://")) {
+    StatusOr<std::string> base = images_.PublicBase(request);
+    // Without the tool an image is unlikely (a block the model writes
+    // unasked): a bad Host then only makes its URL relative.
+    if (!base.ok() && offers_image_tool) return base.status();
+    if (base.ok()) public_base = std::move(base).value();
   }
   const bool errors_as_text = options.errors_as_text;
   auto cancels = std::make_shared<ImageCancels>();
