@@ -18,6 +18,8 @@ pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(LIBPNG REQUIRED IMPORTED_TARGET libpng)
 pkg_check_modules(LIBJPEG REQUIRED IMPORTED_TARGET libjpeg)
 pkg_check_modules(LIBWEBP REQUIRED IMPORTED_TARGET libwebp libwebpdemux)
+# FFTs (single precision) for the audio encoder's log-mel spectrogram.
+pkg_check_modules(FFTW3F REQUIRED IMPORTED_TARGET fftw3f)
 find_package(GIF 5 REQUIRED)
 if(OMNI_BUILD_TESTS)
   find_package(GTest REQUIRED)

@@ -25,6 +25,8 @@ packages=(
   cppzmq-dev libzmq3-dev
   # media: image codecs (libjpeg-turbo, libpng, libwebp with its demuxer, giflib)
   libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev
+  # media: FFTs for the audio encoder's log-mel spectrogram (FFTW3, single precision)
+  libfftw3-dev
   # collectives for the vision decoder's sequence parallelism (--sp): Gloo over TCP
   libgloo-dev
   # tcmalloc, the omniserve binary's allocator
