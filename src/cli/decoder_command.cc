@@ -116,9 +116,11 @@ int RunDecoderCommand(const DecoderFlags& f) {
   ::signal(SIGPIPE, SIG_IGN);  // a rank that died closes its stdin pipe
   std::unique_ptr<decoder::SpGroup> group;
   if (f.sp > 1) {
-    std::vector<std::string> child = {SelfPath(),  "decoder",         "--model",
-                                      f.model,     "--threads",       std::to_string(ThreadsPerRank(f)),
-                                      "--sp-timeout-ms", std::to_string(f.sp_timeout_ms)};
+    // The ranks log as this process does.
+    std::vector<std::string> child = {SelfPath(),  "--log-level", f.log_level,       "--log-format",
+                                      f.log_format, "decoder",    "--model",         f.model,
+                                      "--threads", std::to_string(ThreadsPerRank(f)), "--sp-timeout-ms",
+                                      std::to_string(f.sp_timeout_ms)};
     auto started = decoder::SpGroup::Start(
         model->get(), {.sp = f.sp, .child_argv = child, .timeout = std::chrono::milliseconds(f.sp_timeout_ms)});
     if (!started.ok()) {

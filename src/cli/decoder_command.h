@@ -27,6 +27,9 @@ struct DecoderFlags {
   int url_ttl_s = 3600;
   int sp_timeout_ms = 120'000;
   int drain_timeout_ms = 60'000;
+  // The global --log-level and --log-format, passed on to the ranks.
+  std::string log_level = "info";
+  std::string log_format = "text";
   // Set by rank 0 on the ranks it starts (hidden).
   int rank = 0;
   std::string rendezvous;

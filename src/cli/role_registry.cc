@@ -132,7 +132,16 @@ std::vector<RoleCommand> MakeRoleCommands(std::string self_path) {
       {"encoder",
        [](const RoleInfo&) { return FlagsRole<EncoderFlags>("encoder", AddEncoderCommand, RunEncoderCommand); }},
       {"decoder",
-       [](const RoleInfo&) { return FlagsRole<DecoderFlags>("decoder", AddDecoderCommand, RunDecoderCommand); }},
+       [](const RoleInfo&) {
+         // The decoder passes the global log flags on to its --sp ranks.
+         auto flags = std::make_shared<DecoderFlags>();
+         return RoleCommand{"decoder", [flags](CLI::App& app) { return AddDecoderCommand(app, flags.get()); },
+                            [flags](const GlobalFlags& global) {
+                              flags->log_level = global.log_level;
+                              flags->log_format = global.log_format;
+                              return RunDecoderCommand(*flags);
+                            }};
+       }},
       {"orchestrator",
        [](const RoleInfo&) {
          return FlagsRole<OrchestratorFlags>("orchestrator", AddOrchestratorCommand, RunOrchestratorCommand);

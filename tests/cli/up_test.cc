@@ -43,6 +43,23 @@ TEST(CliTest, DecoderRefusesAnSpThatDoesNotDivideTheHeads) {
   std::filesystem::remove_all(dir);
 }
 
+// The --sp ranks log as the decoder does: with --log-format json, rank 1's
+// lines are JSON too.
+TEST(CliTest, DecoderRanksTakeTheGlobalLogFormat) {
+  const std::string dir = ::testing::TempDir() + "omni-vd-log-" + std::to_string(getpid());
+  Child make({"make-demo-model", "--component", "vd", "--out", dir});
+  ASSERT_EQ(WEXITSTATUS(make.Wait()), 0) << make.output();
+  Child c({"--log-format", "json", "decoder", "--model", dir, "--store", "file://" + dir + "/store", "--port", "0",
+           "--sp", "2", "--threads", "1"});
+  const std::string line = c.WaitForOutput(std::regex(R"((\n[^\n]*decoder rank 1 of 2: joined group[^\n]*))"));
+  ASSERT_FALSE(line.empty()) << c.output();
+  EXPECT_EQ(line.substr(0, 2), "\n{") << line;
+  EXPECT_NE(line.find("\"msg\":"), std::string::npos) << line;
+  ::kill(c.pid(), SIGTERM);
+  EXPECT_EQ(WEXITSTATUS(c.Wait()), 0) << c.output();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CliTest, ModalityNotInBuildExitsWithReason) {
   Child c({"decoder", "--modality", "audio", "--model", "/nonexistent"});
   int status = c.Wait();
