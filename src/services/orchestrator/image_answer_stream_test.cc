@@ -1,167 +1,13 @@
 // ImageAnswerWriter on event streams, tested against its contract
 // (image_answer.h), in front of a fake client and a fake decoder
-// (image_answer_test_util.h).
-#include "services/orchestrator/image_answer_test_util.h"
+// (image_answer_test_util.h): text, images and their order. Failures and
+// cut-short output: image_answer_stream_failure_test.cc.
+#include "services/orchestrator/image_answer_stream_test_util.h"
 
 namespace omni::orchestrator {
 namespace {
 
 using namespace image_test;
-
-std::string Data(const Json& j) { return "data: " + j.dump() + "\n\n"; }
-
-constexpr char kDone[] = "data: [DONE]\n\n";
-
-std::string Chunk(Json delta, Json finish = nullptr, int index = 0) {
-  Json choices = Json::array();
-  choices.push_back({{"index", index}, {"delta", std::move(delta)}, {"logprobs", nullptr}, {"finish_reason", finish}});
-  return Data({{"id", "chatcmpl-1"},
-               {"object", "chat.completion.chunk"},
-               {"created", 1700000000},
-               {"model", "omni"},
-               {"choices", std::move(choices)}});
-}
-std::string TextChunk(std::string text, int index = 0) { return Chunk({{"content", std::move(text)}}, nullptr, index); }
-std::string FinishChunk(std::string reason, int index = 0) { return Chunk(Json::object(), reason, index); }
-std::string CallAnnounce(const std::string& id, int index = 0, int call = 0) {
-  Json calls = Json::array();
-  calls.push_back({{"index", call},
-                   {"id", id},
-                   {"type", "function"},
-                   {"function", {{"name", kCallName}, {"arguments", ""}}}});
-  return Chunk({{"tool_calls", std::move(calls)}}, nullptr, index);
-}
-std::string CallArgs(std::string fragment, int index = 0, int call = 0) {
-  Json calls = Json::array();
-  calls.push_back({{"index", call}, {"function", {{"arguments", std::move(fragment)}}}});
-  return Chunk({{"tool_calls", std::move(calls)}}, nullptr, index);
-}
-
-// How an image call's arguments are cut into deltas.
-enum class Cut { kBlockThenClose, kTokenByToken, kOneFragment };
-
-// The argument fragments of call `n`; `block_done` is the index of the first
-// fragment after which the block is complete.
-std::vector<std::string> ArgFragments(int n, Cut cut, size_t* block_done) {
-  std::vector<std::string> out;
-  switch (cut) {
-    case Cut::kBlockThenClose:
-      out = {"{\"discrete_image_token\": \"" + Block(n), "\"}"};
-      *block_done = 0;
-      break;
-    case Cut::kTokenByToken:
-      out.push_back("{\"discrete_image_token\": \"");
-      for (const std::string& t : BlockTokens(n)) out.push_back(t);
-      *block_done = out.size() - 1;
-      out.push_back("\"");
-      out.push_back("}");
-      break;
-    case Cut::kOneFragment:
-      out = {Arguments(Block(n))};
-      *block_done = 0;
-      break;
-  }
-  return out;
-}
-
-struct ClientEvent {
-  bool done = false;  // data: [DONE]
-  Json json;
-};
-
-std::vector<ClientEvent> EventsOf(FakeClient& client) {
-  const std::string all = client.streamed();
-  EXPECT_FALSE(HasImageText(all)) << all;
-  std::vector<ClientEvent> out;
-  SseParser parser;
-  for (SseEvent& e : parser.Feed(all)) {
-    ClientEvent c;
-    if (e.data == "[DONE]") {
-      c.done = true;
-    } else {
-      c.json = Json::parse(e.data, nullptr, false);
-      EXPECT_FALSE(c.json.is_discarded()) << e.data;
-    }
-    out.push_back(std::move(c));
-  }
-  return out;
-}
-
-const Json* ChoiceIn(const ClientEvent& e, int index) {
-  if (e.done || !e.json.contains("choices")) return nullptr;
-  for (const Json& c : e.json.at("choices")) {
-    if (c.value("index", -1) == index) return &c;
-  }
-  return nullptr;
-}
-
-constexpr size_t kNone = static_cast<size_t>(-1);
-
-size_t FinishAt(const std::vector<ClientEvent>& events, int index) {
-  for (size_t i = 0; i < events.size(); ++i) {
-    const Json* c = ChoiceIn(events[i], index);
-    if (c && c->contains("finish_reason") && !c->at("finish_reason").is_null()) return i;
-  }
-  return kNone;
-}
-size_t DoneAt(const std::vector<ClientEvent>& events) {
-  for (size_t i = 0; i < events.size(); ++i) {
-    if (events[i].done) return i;
-  }
-  return kNone;
-}
-size_t ImageAt(const std::vector<ClientEvent>& events, int index, const std::string& url) {
-  for (size_t i = 0; i < events.size(); ++i) {
-    const Json* c = ChoiceIn(events[i], index);
-    if (!c || !c->contains("delta")) continue;
-    const std::vector<std::string> urls = ImageUrls(c->at("delta"));
-    if (std::find(urls.begin(), urls.end(), url) != urls.end()) return i;
-  }
-  return kNone;
-}
-std::string TextOf(const std::vector<ClientEvent>& events, int index) {
-  std::string text;
-  for (const ClientEvent& e : events) {
-    const Json* c = ChoiceIn(e, index);
-    if (c && c->contains("delta") && c->at("delta").contains("content") && c->at("delta").at("content").is_string()) {
-      text += c->at("delta").at("content").get<std::string>();
-    }
-  }
-  return text;
-}
-// The tool call deltas the client saw for choice `index`.
-std::vector<Json> CallsOf(const std::vector<ClientEvent>& events, int index) {
-  std::vector<Json> calls;
-  for (const ClientEvent& e : events) {
-    const Json* c = ChoiceIn(e, index);
-    if (c && c->contains("delta") && c->at("delta").contains("tool_calls")) {
-      for (const Json& call : c->at("delta").at("tool_calls")) calls.push_back(call);
-    }
-  }
-  return calls;
-}
-size_t Count(const std::vector<ClientEvent>& events, bool (*pred)(const ClientEvent&)) {
-  size_t n = 0;
-  for (const ClientEvent& e : events) n += pred(e) ? 1 : 0;
-  return n;
-}
-
-HttpHeaders EventStream() {
-  HttpHeaders h;
-  h.Set("content-type", "text/event-stream");
-  return h;
-}
-
-// The upstream's whole stream for one image call (block `n`): announce,
-// arguments, finish, [DONE], and the relay's Finish.
-void StreamOneCallToTheEnd(ImageAnswerWriter& writer, int n) {
-  ASSERT_TRUE(writer.StartStream(200, EventStream()));
-  EXPECT_TRUE(writer.Write(CallAnnounce("call_1")));
-  EXPECT_TRUE(writer.Write(CallArgs(Arguments(Block(n)))));
-  EXPECT_TRUE(writer.Write(FinishChunk("tool_calls")));
-  EXPECT_TRUE(writer.Write(kDone));
-  writer.Finish();
-}
 
 TEST(ImageAnswerWriter, StreamTextPassesAsItComes) {
   FakeDecoder decoder(FakeDecoder::Mode::kAtOnce);
@@ -408,113 +254,6 @@ TEST(ImageAnswerWriter, StreamTwoChoicesEachHoldTheirFinishForTheirImage) {
   EXPECT_EQ(client->finishes(), 1);
 }
 
-bool IsErrorEvent(const ClientEvent& e) { return !e.done && e.json.contains("error"); }
-bool IsDone(const ClientEvent& e) { return e.done; }
-
-TEST(ImageAnswerWriter, StreamFailedImageEndsTheStreamWithAnError) {
-  FakeDecoder decoder(FakeDecoder::Mode::kLater);
-  auto client = std::make_shared<FakeClient>();
-  auto writer = MakeWriter(client, decoder);
-  ASSERT_TRUE(writer->StartStream(200, EventStream()));
-  EXPECT_TRUE(writer->Write(Chunk({{"role", "assistant"}, {"content", ""}})));
-  EXPECT_TRUE(writer->Write(TextChunk("Here")));
-  EXPECT_TRUE(writer->Write(CallAnnounce("call_1")));
-  EXPECT_TRUE(writer->Write(CallArgs(Arguments(Block(5)))));
-  ASSERT_EQ(decoder.count(), 1u);
-  decoder.Complete(0, DecodeTimeout());
-
-  std::vector<ClientEvent> events = EventsOf(*client);
-  ASSERT_GE(events.size(), 2u) << client->streamed();
-  EXPECT_TRUE(events.back().done);
-  const ClientEvent& error = events[events.size() - 2];
-  ASSERT_TRUE(IsErrorEvent(error)) << client->streamed();
-  EXPECT_EQ(error.json.at("error").at("code"), "image_decode_timeout");
-  EXPECT_EQ(client->finishes(), 1);
-
-  // The relay learns the stream is over.
-  EXPECT_FALSE(writer->Write(FinishChunk("tool_calls")));
-  EXPECT_FALSE(writer->Write(kDone));
-  writer->Finish();
-  events = EventsOf(*client);
-  EXPECT_EQ(Count(events, IsErrorEvent), 1u);
-  EXPECT_EQ(Count(events, IsDone), 1u);
-  EXPECT_EQ(FinishAt(events, 0), kNone);
-  EXPECT_TRUE(CallsOf(events, 0).empty());
-  EXPECT_EQ(client->finishes(), 1);
-}
-
-TEST(ImageAnswerWriter, StreamFailedImageAfterTheUpstreamEnded) {
-  FakeDecoder decoder(FakeDecoder::Mode::kLater);
-  auto client = std::make_shared<FakeClient>();
-  auto writer = MakeWriter(client, decoder);
-  StreamOneCallToTheEnd(*writer, 5);
-  EXPECT_EQ(client->finishes(), 0);
-  decoder.Complete(0, ResourceExhausted("full").WithErrorCode("decoder_busy"));
-
-  const std::vector<ClientEvent> events = EventsOf(*client);
-  ASSERT_GE(events.size(), 2u) << client->streamed();
-  EXPECT_TRUE(events.back().done);
-  ASSERT_TRUE(IsErrorEvent(events[events.size() - 2])) << client->streamed();
-  EXPECT_EQ(events[events.size() - 2].json.at("error").at("code"), "decoder_busy");
-  EXPECT_EQ(Count(events, IsDone), 1u);
-  EXPECT_EQ(client->finishes(), 1);
-}
-
-TEST(ImageAnswerWriter, StreamImageFailingAtOnceEndsTheStream) {
-  FakeDecoder decoder(FakeDecoder::Mode::kAtOnce, DecodeTimeout());
-  auto client = std::make_shared<FakeClient>();
-  auto writer = MakeWriter(client, decoder);
-  ASSERT_TRUE(writer->StartStream(200, EventStream()));
-  EXPECT_TRUE(writer->Write(TextChunk("Here")));
-  EXPECT_TRUE(writer->Write(CallAnnounce("call_1")));
-  writer->Write(CallArgs(Arguments(Block(5))));  // the image fails within this write
-  EXPECT_FALSE(writer->Write(FinishChunk("tool_calls")));
-  EXPECT_FALSE(writer->Write(kDone));
-  writer->Finish();
-  const std::vector<ClientEvent> events = EventsOf(*client);
-  ASSERT_GE(events.size(), 2u) << client->streamed();
-  EXPECT_TRUE(events.back().done);
-  ASSERT_TRUE(IsErrorEvent(events[events.size() - 2])) << client->streamed();
-  EXPECT_EQ(Count(events, IsDone), 1u);
-  EXPECT_EQ(client->finishes(), 1);
-}
-
-TEST(ImageAnswerWriter, StreamWithErrorsAsTextFailedImageIsAnErrorDelta) {
-  for (FakeDecoder::Mode mode : {FakeDecoder::Mode::kAtOnce, FakeDecoder::Mode::kLater}) {
-    SCOPED_TRACE(static_cast<int>(mode));
-    FakeDecoder decoder(mode, DecodeTimeout());
-    auto client = std::make_shared<FakeClient>();
-    auto writer = MakeWriter(client, decoder, /*errors_as_text=*/true);
-    ASSERT_TRUE(writer->StartStream(200, EventStream()));
-    EXPECT_TRUE(writer->Write(TextChunk("Here")));
-    EXPECT_TRUE(writer->Write(CallAnnounce("call_1")));
-    EXPECT_TRUE(writer->Write(CallArgs(Arguments(Block(5)))));
-    if (mode == FakeDecoder::Mode::kLater) decoder.Complete(0, DecodeTimeout());
-    EXPECT_TRUE(writer->Write(TextChunk(" and more")));
-    EXPECT_TRUE(writer->Write(FinishChunk("tool_calls")));
-    EXPECT_TRUE(writer->Write(kDone));
-    EXPECT_TRUE(writer->Finish());
-
-    const std::vector<ClientEvent> events = EventsOf(*client);
-    EXPECT_EQ(Count(events, IsErrorEvent), 0u) << client->streamed();
-    size_t error_delta = kNone;
-    for (size_t i = 0; i < events.size(); ++i) {
-      const Json* c = ChoiceIn(events[i], 0);
-      if (c && c->contains("error")) {
-        error_delta = i;
-        EXPECT_EQ(c->at("error").at("code"), "image_decode_timeout");
-        EXPECT_FALSE(c->at("error").at("message").get<std::string>().empty());
-      }
-    }
-    ASSERT_NE(error_delta, kNone) << client->streamed();
-    EXPECT_LT(error_delta, FinishAt(events, 0));
-    EXPECT_EQ(TextOf(events, 0), "Here and more");
-    EXPECT_TRUE(CallsOf(events, 0).empty()) << client->streamed();
-    EXPECT_EQ(DoneAt(events), events.size() - 1);
-    EXPECT_EQ(client->finishes(), 1);
-  }
-}
-
 TEST(ImageAnswerWriter, StreamFinishChunkCarryingTheLastFragment) {
   // The LLM service's finish event may carry the call's last arguments.
   for (FakeDecoder::Mode mode : {FakeDecoder::Mode::kAtOnce, FakeDecoder::Mode::kLater}) {
@@ -638,24 +377,6 @@ TEST(ImageAnswerWriter, StreamContentBlockCutAtEveryByte) {
   }
 }
 
-TEST(ImageAnswerWriter, StreamUnclosedBlockNeverReachesTheClient) {
-  FakeDecoder decoder(FakeDecoder::Mode::kAtOnce);
-  auto client = std::make_shared<FakeClient>();
-  auto writer = MakeWriter(client, decoder);
-  ASSERT_TRUE(writer->StartStream(200, EventStream()));
-  EXPECT_TRUE(writer->Write(TextChunk("Look: ")));
-  EXPECT_TRUE(writer->Write(TextChunk("<|discrete_image_start|><|vision_ratio_1:1|>")));
-  EXPECT_TRUE(writer->Write(Chunk({{"content", "<|vision5|>"}}, "length")));
-  EXPECT_TRUE(writer->Write(kDone));
-  writer->Finish();
-  EXPECT_EQ(decoder.count(), 0u);
-  const std::vector<ClientEvent> events = EventsOf(*client);  // checks no image text
-  EXPECT_EQ(TextOf(events, 0), "Look: ");
-  ASSERT_NE(FinishAt(events, 0), kNone);
-  EXPECT_EQ(DoneAt(events), events.size() - 1);
-  EXPECT_EQ(client->finishes(), 1);
-}
-
 TEST(ImageAnswerWriter, StreamAnotherCallPassesAsItComes) {
   FakeDecoder decoder(FakeDecoder::Mode::kLater);
   auto client = std::make_shared<FakeClient>();
@@ -687,28 +408,6 @@ TEST(ImageAnswerWriter, StreamAnotherCallPassesAsItComes) {
   EXPECT_EQ(ArgumentsOf(seen[2]), Json({{"discrete_image_token", UrlOf(5)}}));
   EXPECT_LT(ImageAt(events, 0, UrlOf(5)), FinishAt(events, 0));
   EXPECT_EQ(DoneAt(events), events.size() - 1);
-}
-
-TEST(ImageAnswerWriter, StreamUpstreamErrorBehindAPendingImage) {
-  // The LLM ends with its own error event; it reaches the client once, after
-  // what was before it, and the stream ends once.
-  FakeDecoder decoder(FakeDecoder::Mode::kLater);
-  auto client = std::make_shared<FakeClient>();
-  auto writer = MakeWriter(client, decoder);
-  ASSERT_TRUE(writer->StartStream(200, EventStream()));
-  EXPECT_TRUE(writer->Write(CallAnnounce("call_1")));
-  EXPECT_TRUE(writer->Write(CallArgs(Arguments(Block(5)))));
-  writer->Write(Data(Json::parse(Internal("the model failed").WithErrorCode("model_error").ToOpenAiJson())));
-  writer->Write(kDone);
-  writer->Finish();
-  decoder.Complete(0);
-  const std::vector<ClientEvent> events = EventsOf(*client);
-  ASSERT_GE(events.size(), 2u) << client->streamed();
-  EXPECT_EQ(Count(events, IsDone), 1u);
-  EXPECT_TRUE(events.back().done);
-  EXPECT_EQ(Count(events, IsErrorEvent), 1u) << client->streamed();
-  EXPECT_TRUE(IsErrorEvent(events[events.size() - 2])) << client->streamed();
-  EXPECT_EQ(client->finishes(), 1);
 }
 
 TEST(ImageAnswerWriter, ImageTokensLeaveTheLogprobsOfAStream) {
@@ -833,37 +532,6 @@ TEST(ImageAnswerWriter, StreamImagesFinishingWhileTheRelayWrites) {
   }
 }
 
-TEST(ImageAnswerWriter, StreamCallCutShortLeaksNoImageText) {
-  for (bool errors_as_text : {false, true}) {
-    SCOPED_TRACE(errors_as_text);
-    FakeDecoder decoder(FakeDecoder::Mode::kAtOnce);
-    auto client = std::make_shared<FakeClient>();
-    auto writer = MakeWriter(client, decoder, errors_as_text);
-    ASSERT_TRUE(writer->StartStream(200, EventStream()));
-    EXPECT_TRUE(writer->Write(TextChunk("Here")));
-    EXPECT_TRUE(writer->Write(CallAnnounce("call_1")));
-    EXPECT_TRUE(writer->Write(CallArgs("{\"discrete_image_token\": \"<|discrete_image_start|>")));
-    EXPECT_TRUE(writer->Write(CallArgs("<|vision_ratio_1:1|><|vision5|>")));
-    writer->Write(FinishChunk("length"));
-    writer->Write(kDone);
-    writer->Finish();
-    ExpectOnlyWholeBlocksDecoded(decoder);
-    const std::vector<ClientEvent> events = EventsOf(*client);  // checks no image text anywhere
-    EXPECT_EQ(TextOf(events, 0), "Here");
-    EXPECT_TRUE(CallsOf(events, 0).empty()) << client->streamed();
-    ASSERT_GE(events.size(), 2u);
-    EXPECT_EQ(Count(events, IsDone), 1u);
-    EXPECT_TRUE(events.back().done);
-    EXPECT_EQ(client->finishes(), 1);
-    if (Count(events, IsErrorEvent) > 0) {
-      EXPECT_FALSE(errors_as_text) << client->streamed();
-      EXPECT_EQ(events[events.size() - 2].json.at("error").at("code"), "image_decode_failed");
-    } else {
-      EXPECT_NE(FinishAt(events, 0), kNone) << client->streamed();
-    }
-  }
-}
-
 TEST(ImageAnswerWriter, StreamCommentsDoNotDisturbTheImage) {
   FakeDecoder decoder(FakeDecoder::Mode::kAtOnce);
   auto client = std::make_shared<FakeClient>();
@@ -882,45 +550,6 @@ TEST(ImageAnswerWriter, StreamCommentsDoNotDisturbTheImage) {
   ASSERT_NE(ImageAt(events, 0, UrlOf(5)), kNone) << client->streamed();
   EXPECT_LT(ImageAt(events, 0, UrlOf(5)), FinishAt(events, 0));
   EXPECT_EQ(DoneAt(events), events.size() - 1);
-}
-
-TEST(ImageAnswerWriter, StreamWithErrorsAsTextFailingAfterTheUpstreamEnded) {
-  FakeDecoder decoder(FakeDecoder::Mode::kLater);
-  auto client = std::make_shared<FakeClient>();
-  auto writer = MakeWriter(client, decoder, /*errors_as_text=*/true);
-  ASSERT_TRUE(writer->StartStream(200, EventStream()));
-  EXPECT_TRUE(writer->Write(TextChunk("Here", 0)));
-  EXPECT_TRUE(writer->Write(TextChunk("There", 1)));
-  EXPECT_TRUE(writer->Write(CallAnnounce("call_0", 0)));
-  EXPECT_TRUE(writer->Write(CallArgs(Arguments(Block(30)), 0)));
-  EXPECT_TRUE(writer->Write(CallAnnounce("call_1", 1)));
-  EXPECT_TRUE(writer->Write(CallArgs(Arguments(Block(40)), 1)));
-  EXPECT_TRUE(writer->Write(FinishChunk("tool_calls", 0)));
-  EXPECT_TRUE(writer->Write(FinishChunk("tool_calls", 1)));
-  EXPECT_TRUE(writer->Write(kDone));
-  writer->Finish();
-  ASSERT_EQ(decoder.count(), 2u);
-  const size_t first = decoder.tokens(0) == Block(30) ? 0 : 1;
-  decoder.Complete(first, DecodeTimeout());
-  EXPECT_EQ(client->finishes(), 0);
-  decoder.Complete(1 - first);
-
-  const std::vector<ClientEvent> events = EventsOf(*client);
-  EXPECT_EQ(Count(events, IsErrorEvent), 0u) << client->streamed();
-  size_t error_delta = kNone;
-  for (size_t i = 0; i < events.size(); ++i) {
-    const Json* c = ChoiceIn(events[i], 0);
-    if (c && c->contains("error")) error_delta = i;
-  }
-  ASSERT_NE(error_delta, kNone) << client->streamed();
-  EXPECT_LT(error_delta, FinishAt(events, 0));
-  EXPECT_TRUE(CallsOf(events, 0).empty());
-  ASSERT_NE(ImageAt(events, 1, UrlOf(40)), kNone) << client->streamed();
-  EXPECT_LT(ImageAt(events, 1, UrlOf(40)), FinishAt(events, 1));
-  EXPECT_EQ(TextOf(events, 0), "Here");
-  EXPECT_EQ(TextOf(events, 1), "There");
-  EXPECT_EQ(DoneAt(events), events.size() - 1);
-  EXPECT_EQ(client->finishes(), 1);
 }
 
 TEST(ImageAnswerWriter, AStreamThatIsNoEventStreamPassesAsIs) {
@@ -953,7 +582,6 @@ TEST(ImageAnswerWriter, AStreamThatIsNoEventStreamPassesAsIs) {
     EXPECT_EQ(decoder.count(), 0u);
   }
 }
-
 
 }  // namespace
 }  // namespace omni::orchestrator

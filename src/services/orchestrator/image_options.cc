@@ -59,7 +59,7 @@ StatusOr<ImageOptions> ParseImageOptions(std::string_view body) {
       if (!v.is_string() || (v != "error" && v != "text")) return OptionError(key, "\"error\" or \"text\"");
       o.errors_as_text = v == "text";
     } else {
-      return InvalidArgument("'image_generation." + key.substr(0, 40) +
+      return InvalidArgument("'image_generation." + ShownValue(key) +
                              "' is not a field of image_generation (response_format, output_format, seed, "
                              "num_inference_steps, guidance_scale, ratio, on_error)")
           .WithParam("image_generation");
