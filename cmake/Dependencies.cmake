@@ -21,6 +21,12 @@ pkg_check_modules(LIBWEBP REQUIRED IMPORTED_TARGET libwebp libwebpdemux)
 # FFTs (single precision) for the audio encoder's log-mel spectrogram.
 pkg_check_modules(FFTW3F REQUIRED IMPORTED_TARGET fftw3f)
 find_package(GIF 5 REQUIRED)
+# Audio and video for src/media: libsndfile (wav/flac/ogg/mp3), FFmpeg's
+# libraries (other audio codecs, video demuxing and decoding, frame scaling)
+# and libsoxr (resampling to the encoders' rate).
+pkg_check_modules(SNDFILE REQUIRED IMPORTED_TARGET sndfile)
+pkg_check_modules(SOXR REQUIRED IMPORTED_TARGET soxr)
+pkg_check_modules(LIBAV REQUIRED IMPORTED_TARGET libavformat libavcodec libavutil libswscale)
 if(OMNI_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

@@ -27,6 +27,10 @@ packages=(
   libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev
   # media: FFTs for the audio encoder's log-mel spectrogram (FFTW3, single precision)
   libfftw3-dev
+  # media: audio decoding (libsndfile for wav/flac/ogg/mp3; FFmpeg's libraries for
+  # everything else and for video), resampling to 16 kHz (libsoxr), video frames
+  # scaled to RGB (libswscale)
+  libsndfile1-dev libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libsoxr-dev
   # collectives for the vision decoder's sequence parallelism (--sp): Gloo over TCP
   libgloo-dev
   # tcmalloc, the omniserve binary's allocator
@@ -41,6 +45,8 @@ packages=(
   swift swift-proxy swift-object swift-container swift-account python3-swift memcached
   # reference scripts (goldens are committed; tests do not need these)
   python3 python3-numpy python3-pil
+  # test fixtures (audio and video files are made with ffmpeg at test time)
+  ffmpeg
 )
 
 missing=()

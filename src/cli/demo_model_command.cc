@@ -4,8 +4,10 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <string>
 #include <string_view>
 
+#include "models/audio_encoder/demo_audio_encoder.h"
 #include "models/hyperclovax/demo_model.h"
 #include "models/omni_vision/demo_vision_encoder.h"
 #include "models/vision_decoder/demo_vision_decoder.h"
@@ -61,21 +63,34 @@ Status WriteLlm(const DemoModelFlags& flags) {
   return models::WriteDemoLlm(spec, flags.out);
 }
 
+// The width of a preset's LLM, which the encoders' projectors write.
+StatusOr<int64_t> PresetLlmWidth(const DemoModelFlags& flags, std::string_view component) {
+  for (const PresetSize& p : kPresetSizes) {
+    if (flags.preset == p.name) return p.hidden;
+  }
+  return InvalidArgument("unknown preset '" + flags.preset + "' for the " + std::string(component) +
+                         " (demo, small, bench)")
+      .WithParam("preset");
+}
+
 // The vision encoder of a preset: its projector writes the preset LLM's width.
 Status WriteVisionEncoder(const DemoModelFlags& flags) {
-  int64_t llm_hidden = 0;
-  for (const PresetSize& p : kPresetSizes) {
-    if (flags.preset == p.name) llm_hidden = p.hidden;
-  }
-  if (llm_hidden == 0) {
-    return InvalidArgument("unknown preset '" + flags.preset + "' for the vision encoder (demo, small, bench)")
-        .WithParam("preset");
-  }
+  OMNI_ASSIGN_OR_RETURN(int64_t llm_hidden, PresetLlmWidth(flags, "vision encoder"));
   models::DemoVisionEncoderSpec spec = flags.preset == "bench" ? models::BenchVisionEncoderSpec(llm_hidden)
                                                                 : models::DemoVisionEncoderSpec{};
   spec.llm_hidden_size = llm_hidden;
   if (flags.seed != 0) spec.seed = flags.seed;
   return models::WriteDemoVisionEncoder(spec, flags.out);
+}
+
+// The audio encoder of a preset, likewise.
+Status WriteAudioEncoder(const DemoModelFlags& flags) {
+  OMNI_ASSIGN_OR_RETURN(int64_t llm_hidden, PresetLlmWidth(flags, "audio encoder"));
+  models::DemoAudioEncoderSpec spec = flags.preset == "bench" ? models::BenchAudioEncoderSpec(llm_hidden)
+                                                               : models::DemoAudioEncoderSpec{};
+  spec.llm_hidden_size = llm_hidden;
+  if (flags.seed != 0) spec.seed = flags.seed;
+  return models::WriteDemoAudioEncoder(spec, flags.out);
 }
 
 // The vision decoder: tiny for `demo`, the released widths for `bench`.
@@ -96,7 +111,7 @@ CLI::App* AddDemoModelCommand(CLI::App& app, DemoModelFlags* flags) {
   CLI::App* cmd = app.add_subcommand("make-demo-model",
                                      "write tiny random-weight component folders with the real schema");
   cmd->add_option("--component", flags->component, "component to write")
-      ->check(CLI::IsMember({"llm", "ve", "vd"}))
+      ->check(CLI::IsMember({"llm", "ve", "ae", "vd"}))
       ->capture_default_str();
   cmd->add_option("--out", flags->out, "output folder (created)")->required();
   cmd->add_option("--preset", flags->preset, "demo | small | bench (every component) | llama-like | mup (llm only)")
@@ -108,6 +123,7 @@ CLI::App* AddDemoModelCommand(CLI::App& app, DemoModelFlags* flags) {
 
 Status WriteDemoModel(const DemoModelFlags& flags) {
   if (flags.component == "ve") return WriteVisionEncoder(flags);
+  if (flags.component == "ae") return WriteAudioEncoder(flags);
   if (flags.component == "vd") return WriteVisionDecoder(flags);
   return WriteLlm(flags);
 }

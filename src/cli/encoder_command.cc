@@ -4,10 +4,15 @@
 
 #include <filesystem>
 #include <memory>
+#include <span>
+#include <vector>
+
+#include <fmt/core.h>
 
 #include "cli/process_info.h"
 #include "core/log.h"
 #include "media/media_fetch.h"
+#include "models/audio_encoder/omni_audio_encoder.h"
 #include "models/omni_vision/omni_vision_encoder.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
@@ -23,10 +28,11 @@ namespace omni::cli {
 
 CLI::App* AddEncoderCommand(CLI::App& app, EncoderFlags* f) {
   CLI::App* sub = app.add_subcommand("encoder", "vision or audio encoder server (POST /v1/encode)");
-  sub->add_option("--modality", f->modality, "vision (audio is not in this build yet)")
+  sub->add_option("--modality", f->modality, "vision (images) or audio (speech and sound)")
       ->capture_default_str()
       ->check(CLI::IsMember({"vision", "audio"}));
-  sub->add_option("--model", f->model, "encoder folder (config.json, preprocessor_config.json, *.safetensors)")
+  sub->add_option("--model", f->model, "encoder folder (config.json, *.safetensors; the vision encoder's "
+                                      "preprocessor_config.json)")
       ->required();
   sub->add_option("--store", f->store, "object store the embeddings are written to (file:///dir or s3://bucket...)")
       ->required();
@@ -39,7 +45,7 @@ CLI::App* AddEncoderCommand(CLI::App& app, EncoderFlags* f) {
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
   sub->add_option("--max-batch", f->max_batch,
-                  "images that waited for the model go through it together, up to this many (1: no batching)")
+                  "media that waited for the model go through it together, up to this many (1: no batching)")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
   sub->add_option("--max-queue", f->max_queue, "requests waiting beyond those; more get 429 with Retry-After")
@@ -54,6 +60,10 @@ CLI::App* AddEncoderCommand(CLI::App& app, EncoderFlags* f) {
   sub->add_option("--max-pixels", f->max_pixels, "largest image, checked from its header before decoding; 413 above")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  sub->add_option("--max-audio-seconds", f->max_audio_seconds,
+                  "longest audio, checked from its header before decoding; 413 above")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 24.0 * 3600));
   sub->add_option("--media-root", f->media_root, "file:// media URLs are read only beneath this directory (default: none)");
   sub->add_flag("--fetch-allow-loopback", f->fetch_allow_loopback,
                 "let http:// media URLs reach loopback addresses (127/8, ::1); refused by default");
@@ -78,11 +88,60 @@ CLI::App* AddEncoderCommand(CLI::App& app, EncoderFlags* f) {
   return sub;
 }
 
-int RunEncoderCommand(const EncoderFlags& f) {
-  if (f.modality != "vision") {
-    OMNI_LOG(kError, "encoder: --modality {} is not in this build yet (the audio encoder issue)", f.modality);
-    return 2;
+namespace {
+
+// The model behind the service: its batcher and the service over it, for
+// one modality. Owns what the service calls into.
+struct LoadedEncoder {
+  std::unique_ptr<models::OmniVisionEncoder> vision;
+  std::unique_ptr<models::OmniAudioEncoder> audio;
+  std::unique_ptr<encoder::ImageBatcher> image_batcher;
+  std::unique_ptr<encoder::AudioBatcher> audio_batcher;
+  std::unique_ptr<encoder::EncoderService> service;
+  std::string description;  // for the start-up line
+};
+
+StatusOr<LoadedEncoder> LoadEncoder(const EncoderFlags& f, encoder::EncoderServiceOptions options,
+                                    MetricsRegistry* registry) {
+  LoadedEncoder e;
+  if (f.modality == "audio") {
+    OMNI_ASSIGN_OR_RETURN(e.audio, models::OmniAudioEncoder::Load(f.model));
+    const models::OmniAudioEncoder& model = *e.audio;
+    e.audio_batcher = std::make_unique<encoder::AudioBatcher>(
+        [&model](std::span<const encoder::AudioClip* const> clips) {
+          std::vector<encoder::AudioClip> spans;
+          for (const encoder::AudioClip* c : clips) spans.push_back(*c);
+          return model.EncodeBatch(spans);
+        },
+        f.max_batch, registry);
+    options.audio_decode = {.sample_rate = models::OmniAudioEncoder::kSampleRate, .max_seconds = f.max_audio_seconds};
+    encoder::AudioBatcher* batcher = e.audio_batcher.get();
+    e.service = std::make_unique<encoder::EncoderService>(
+        std::move(options), encoder::AudioEncodeFn([batcher](std::span<const float> samples) {
+          const encoder::AudioClip clip = samples;
+          return batcher->Encode(clip);
+        }));
+    e.description = fmt::format("audio model (rows {} wide, 25 rows and ids per second)", model.output_width());
+    return e;
   }
+  OMNI_ASSIGN_OR_RETURN(e.vision, models::OmniVisionEncoder::Load(f.model));
+  const models::OmniVisionEncoder& model = *e.vision;
+  e.image_batcher = std::make_unique<encoder::ImageBatcher>(
+      [&model](std::span<const media::Image* const> images) { return model.EncodeBatch(images); }, f.max_batch,
+      registry);
+  options.decode = {.max_pixels = f.max_pixels};
+  encoder::ImageBatcher* batcher = e.image_batcher.get();
+  e.service = std::make_unique<encoder::EncoderService>(
+      std::move(options),
+      encoder::ImageEncodeFn([batcher](const media::Image& image) { return batcher->Encode(image); }));
+  e.description =
+      fmt::format("vision model (rows {} wide, {} ids per image)", model.output_width(), model.num_ids());
+  return e;
+}
+
+}  // namespace
+
+int RunEncoderCommand(const EncoderFlags& f) {
   if (f.threads > 0) ops::SetNumThreads(f.threads);
   auto opened = OpenObjectStore(f.store, S3CredentialsFromEnv());
   if (!opened.ok()) {
@@ -100,11 +159,6 @@ int RunEncoderCommand(const EncoderFlags& f) {
     policy.allow.push_back(*parsed);
   }
   LogProcessInfo();
-  auto model = models::OmniVisionEncoder::Load(f.model);
-  if (!model.ok()) {
-    OMNI_LOG(kError, "encoder: {}", model.status().ToString());
-    return 2;
-  }
   const std::string served = !f.served_model_name.empty()
                                  ? f.served_model_name
                                  : std::filesystem::path(f.model).lexically_normal().filename().string();
@@ -121,15 +175,15 @@ int RunEncoderCommand(const EncoderFlags& f) {
                               &http_client);
   MetricsRegistry registry;
   AddProcessInfoMetrics(registry);
-  const models::OmniVisionEncoder& encoder = **model;
-  encoder::EncodeBatcher batcher(
-      [&encoder](std::span<const media::Image* const> images) { return encoder.EncodeBatch(images); }, f.max_batch,
-      &registry);
-  encoder::EncoderService service(
-      {.model_id = served, .store = store.get(), .store_uri = f.store, .fetcher = &fetcher,
-       .decode = {.max_pixels = f.max_pixels}, .url_ttl = std::chrono::seconds(f.url_ttl_s), .metrics = &registry},
-      [&batcher](const media::Image& image) { return batcher.Encode(image); });
-  encoder::EncoderHttpAdapter adapter(service, registry, {.workers = f.workers, .max_queue = f.max_queue});
+  auto loaded = LoadEncoder(f,
+                            {.model_id = served, .store = store.get(), .store_uri = f.store, .fetcher = &fetcher,
+                             .url_ttl = std::chrono::seconds(f.url_ttl_s), .metrics = &registry},
+                            &registry);
+  if (!loaded.ok()) {
+    OMNI_LOG(kError, "encoder: {}", loaded.status().ToString());
+    return 2;
+  }
+  encoder::EncoderHttpAdapter adapter(*loaded->service, registry, {.workers = f.workers, .max_queue = f.max_queue});
   HttpServerOptions http;
   http.host = f.host;
   http.port = static_cast<uint16_t>(f.port);
@@ -143,10 +197,8 @@ int RunEncoderCommand(const EncoderFlags& f) {
     OMNI_LOG(kError, "encoder: cannot serve {}:{}: {}", f.host, f.port, s.ToString());
     return 1;
   }
-  OMNI_LOG(kInfo,
-           "encoder: listening on http://{}:{}; vision model {} (rows {} wide, {} ids per image), store {}, {} workers, "
-           "batches of up to {}",
-           f.host, server.port(), served, encoder.output_width(), encoder.num_ids(), f.store, f.workers, f.max_batch);
+  OMNI_LOG(kInfo, "encoder: listening on http://{}:{}; {} {}, store {}, {} workers, batches of up to {}", f.host,
+           server.port(), loaded->description, served, f.store, f.workers, f.max_batch);
   server.RunUntilSignal();
   adapter.WaitIdle();
   OMNI_LOG(kInfo, "encoder: stopped");

@@ -1,5 +1,5 @@
-// `omniserve encoder --modality vision --model DIR --store URI --port P`:
-// the vision encoder server (docs/ENCODER.md). Loads the model, then
+// `omniserve encoder --modality vision|audio --model DIR --store URI --port P`:
+// the vision or audio encoder server (docs/ENCODER.md). Loads the model, then
 // listens; SIGTERM drains the requests it holds.
 #pragma once
 
@@ -26,6 +26,7 @@ struct EncoderFlags {
   int threads = 0;  // compute threads; 0: OMP_NUM_THREADS, else every core
   int64_t max_media_bytes = 64ll << 20;
   int64_t max_pixels = 64'000'000;
+  double max_audio_seconds = 600;
   std::string media_root;  // file:// media are read only beneath it; empty: none
   bool fetch_allow_loopback = false;
   bool fetch_allow_private = false;

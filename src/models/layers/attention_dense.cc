@@ -44,7 +44,13 @@ StatusOr<DenseAttention> DenseAttention::Load(const Checkpoint& ckpt, std::strin
   for (const std::string& n : c.qkv_names) names.push_back(WeightName(prefix, n));
   std::vector<int64_t> sizes = names.size() == 1 ? std::vector<int64_t>{q_out + 2 * kv_out}
                                                  : std::vector<int64_t>{q_out, kv_out, kv_out};
-  OMNI_ASSIGN_OR_RETURN(attn.qkv_proj, LoadStackedLinear(ckpt, names, sizes, c.hidden, c.bias));
+  if (names.size() == 3 && c.bias && !c.k_bias) {
+    const bool has_bias[] = {true, false, true};
+    OMNI_ASSIGN_OR_RETURN(attn.qkv_proj,
+                          LoadStackedLinearSomeBiases(ckpt, names, sizes, c.hidden, has_bias));
+  } else {
+    OMNI_ASSIGN_OR_RETURN(attn.qkv_proj, LoadStackedLinear(ckpt, names, sizes, c.hidden, c.bias));
+  }
   OMNI_ASSIGN_OR_RETURN(attn.o_proj, LoadLinear(ckpt, WeightName(prefix, c.o_name), c.hidden, q_out, c.bias));
   if (c.qk_norm != QkNorm::kNone) {
     const std::string q = WeightName(prefix, c.q_norm_name), k = WeightName(prefix, c.k_norm_name);
@@ -66,6 +72,7 @@ Tensor DenseAttention::Forward(const Tensor& x, const DenseAttentionCall& call) 
   Tensor k = NormHeads(HeadsView(qkv, hq * d, hkv * d, d), qk_norm, k_norm_weight, k_norm_bias, qk_norm_eps);
   Tensor v = HeadsView(qkv, (hq + hkv) * d, hkv * d, d);
   if (call.qk_hook) call.qk_hook(&q, &k);
+  if (call.v_hook) call.v_hook(v);
   ops::AttentionParams params;
   params.scale = scale;
   params.mask = call.mask;

@@ -34,6 +34,7 @@ struct DenseAttentionConfig {
   int64_t num_kv_heads = 0;  // 0: num_heads (no GQA)
   int64_t head_dim = 0;
   bool bias = true;   // q/k/v/o biases
+  bool k_bias = true;  // with `bias`: false when k alone has none (Whisper, the S3 tokenizer)
   float scale = 0.f;  // 0: 1 / sqrt(head_dim)
   QkNorm qk_norm = QkNorm::kNone;
   float qk_norm_eps = 1e-6f;
@@ -48,9 +49,14 @@ struct DenseAttentionConfig {
 // QK-norm; may replace either (e.g. with RoPE applied).
 using QkHook = std::function<void(Tensor* q, Tensor* k)>;
 
+// Called with v [T, kv_heads, head_dim] (a view, valid during the call), for
+// blocks that also read the values (the S3 tokenizer's FSMN memory).
+using VHook = std::function<void(const Tensor& v)>;
+
 struct DenseAttentionCall {
   ops::AttentionMask mask;  // default: every token sees every token
   QkHook qk_hook;           // empty: none
+  VHook v_hook;             // empty: none
 };
 
 struct DenseAttention {

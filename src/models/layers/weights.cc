@@ -1,5 +1,7 @@
 #include "models/layers/weights.h"
 
+#include <algorithm>
+#include <iterator>
 #include <vector>
 
 #include "ops/shape_ops.h"
@@ -29,22 +31,35 @@ StatusOr<Tensor> LoadVector(const Checkpoint& ckpt, const std::string& name, int
 
 Tensor ToBf16(const Tensor& t) { return t.dtype() == DType::kBF16 ? t : t.To(DType::kBF16); }
 
-StatusOr<ops::Linear> LoadStackedLinear(const Checkpoint& ckpt, std::span<const std::string> names,
-                                        std::span<const int64_t> out_sizes, int64_t in, bool bias) {
+StatusOr<ops::Linear> LoadStackedLinearSomeBiases(const Checkpoint& ckpt, std::span<const std::string> names,
+                                                  std::span<const int64_t> out_sizes, int64_t in,
+                                                  std::span<const bool> has_bias) {
   OMNI_CHECK_EQ(names.size(), out_sizes.size());
+  OMNI_CHECK_EQ(names.size(), has_bias.size());
   OMNI_CHECK(!names.empty());
+  const bool any_bias = std::find(has_bias.begin(), has_bias.end(), true) != has_bias.end();
   std::vector<Tensor> weights, biases;
   for (size_t i = 0; i < names.size(); ++i) {
     OMNI_ASSIGN_OR_RETURN(Tensor w, LoadFloatWeight(ckpt, names[i] + ".weight", {out_sizes[i], in}));
     weights.push_back(ToBf16(w));
-    if (bias) {
+    if (has_bias[i]) {
       OMNI_ASSIGN_OR_RETURN(Tensor b, LoadVector(ckpt, names[i] + ".bias", out_sizes[i]));
       biases.push_back(std::move(b));
+    } else if (any_bias) {
+      biases.push_back(Tensor::Zeros({out_sizes[i]}, DType::kF32));
     }
   }
   Tensor w = weights.size() == 1 ? weights[0] : ops::Concat(weights, 0);
-  Tensor b = !bias ? Tensor() : biases.size() == 1 ? biases[0] : ops::Concat(biases, 0);
+  Tensor b = !any_bias ? Tensor() : biases.size() == 1 ? biases[0] : ops::Concat(biases, 0);
   return ops::Linear(w, b);
+}
+
+StatusOr<ops::Linear> LoadStackedLinear(const Checkpoint& ckpt, std::span<const std::string> names,
+                                        std::span<const int64_t> out_sizes, int64_t in, bool bias) {
+  bool flags[8];
+  OMNI_CHECK_LE(names.size(), std::size(flags));
+  std::fill_n(flags, names.size(), bias);
+  return LoadStackedLinearSomeBiases(ckpt, names, out_sizes, in, std::span<const bool>(flags, names.size()));
 }
 
 StatusOr<ops::Linear> LoadLinear(const Checkpoint& ckpt, const std::string& name, int64_t out, int64_t in,

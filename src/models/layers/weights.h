@@ -40,6 +40,12 @@ Tensor ToBf16(const Tensor& t);
 // where each call is a GEMV.
 StatusOr<ops::Linear> LoadStackedLinear(const Checkpoint& ckpt, std::span<const std::string> names,
                                         std::span<const int64_t> out_sizes, int64_t in, bool bias);
+// The same with a bias per projection: has_bias[i] false means "<name>.bias"
+// is not in the checkpoint and that projection adds zero (Whisper's k_proj).
+// (Its own name: an array argument would convert to the bool overload.)
+StatusOr<ops::Linear> LoadStackedLinearSomeBiases(const Checkpoint& ckpt, std::span<const std::string> names,
+                                                  std::span<const int64_t> out_sizes, int64_t in,
+                                                  std::span<const bool> has_bias);
 StatusOr<ops::Linear> LoadLinear(const Checkpoint& ckpt, const std::string& name, int64_t out, int64_t in,
                                  bool bias);
 

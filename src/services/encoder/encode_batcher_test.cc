@@ -59,7 +59,7 @@ media::Image Width(int w) { return media::Image{.width = w, .height = 1, .rgb = 
 
 // Runs Encode for each image on its own thread: the first alone, then the
 // rest once the first forward has started; returns each caller's result.
-std::vector<StatusOr<models::VisionEncoding>> EncodeBehindAFirst(EncodeBatcher& batcher, ScriptedModel& model,
+std::vector<StatusOr<models::VisionEncoding>> EncodeBehindAFirst(ImageBatcher& batcher, ScriptedModel& model,
                                                                  const std::vector<media::Image>& images) {
   std::vector<StatusOr<models::VisionEncoding>> results(images.size(), Internal("not run"));
   std::vector<std::thread> threads;
@@ -77,7 +77,7 @@ std::vector<StatusOr<models::VisionEncoding>> EncodeBehindAFirst(EncodeBatcher& 
 TEST(EncodeBatcherTest, ImagesArrivingDuringAForwardShareTheNextAndEachCallerGetsItsOwn) {
   ScriptedModel model;
   MetricsRegistry metrics;
-  EncodeBatcher batcher([&](auto images) { return model(images); }, 4, &metrics);
+  ImageBatcher batcher([&](auto images) { return model(images); }, 4, &metrics);
   std::vector<media::Image> images;
   for (int w = 1; w <= 6; ++w) images.push_back(Width(w));
   auto results = EncodeBehindAFirst(batcher, model, images);
@@ -92,7 +92,7 @@ TEST(EncodeBatcherTest, ImagesArrivingDuringAForwardShareTheNextAndEachCallerGet
 
 TEST(EncodeBatcherTest, ABadImageFailsOnlyItsOwnRequest) {
   ScriptedModel model;
-  EncodeBatcher batcher([&](auto images) { return model(images); }, 8, nullptr);
+  ImageBatcher batcher([&](auto images) { return model(images); }, 8, nullptr);
   std::vector<media::Image> images = {Width(1), Width(2), Width(0), Width(4)};
   auto results = EncodeBehindAFirst(batcher, model, images);
   EXPECT_TRUE(results[0].ok());
@@ -107,7 +107,7 @@ TEST(EncodeBatcherTest, ABadImageFailsOnlyItsOwnRequest) {
 
 TEST(EncodeBatcherTest, MaxBatchOneRunsOneImagePerForward) {
   ScriptedModel model;
-  EncodeBatcher batcher([&](auto images) { return model(images); }, 1, nullptr);
+  ImageBatcher batcher([&](auto images) { return model(images); }, 1, nullptr);
   std::vector<media::Image> images = {Width(1), Width(2), Width(3)};
   auto results = EncodeBehindAFirst(batcher, model, images);
   for (const auto& r : results) EXPECT_TRUE(r.ok());

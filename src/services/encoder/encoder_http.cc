@@ -23,10 +23,13 @@ void EncoderHttpAdapter::RegisterRoutes(HttpServer& server) {
   server.RouteStreaming(HttpMethod::kPost, "/v1/encode", [this](HttpRequest r, std::shared_ptr<ResponseWriter> w) {
     Accept(std::move(r), std::move(w), /*omniserve_form=*/false);
   });
-  server.RouteStreaming(HttpMethod::kPost, "/process_image_or_video",
-                        [this](HttpRequest r, std::shared_ptr<ResponseWriter> w) {
-                          Accept(std::move(r), std::move(w), /*omniserve_form=*/true);
-                        });
+  // OmniServe's routes: the vision encoder's and the audio encoder's (each
+  // server answers both; a medium of the other modality is a 415).
+  for (const char* path : {"/process_image_or_video", "/process_audio"}) {
+    server.RouteStreaming(HttpMethod::kPost, path, [this](HttpRequest r, std::shared_ptr<ResponseWriter> w) {
+      Accept(std::move(r), std::move(w), /*omniserve_form=*/true);
+    });
+  }
   server.Route(HttpMethod::kGet, "/v1/models", [this](const HttpRequest&) {
     nlohmann::ordered_json model = {{"id", service_.model_id()}, {"object", "model"}, {"owned_by", "omniserve"}};
     return JsonResponse(200, nlohmann::ordered_json{{"object", "list"}, {"data", {model}}}.dump());

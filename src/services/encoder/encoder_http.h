@@ -1,5 +1,5 @@
 // The HTTP face of EncoderService: POST /v1/encode, OmniServe's POST
-// /process_image_or_video, GET /v1/models; /health and /metrics come from
+// /process_image_or_video and /process_audio, GET /v1/models; /health and /metrics come from
 // the server.
 //
 // No thread per request: a request is parsed on an io thread and queued for

@@ -1,7 +1,9 @@
 #include "services/encoder/encoder_service.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -29,12 +31,38 @@ std::string MetaValue(const ObjectMetadata& meta, std::string_view name) {
   return {};
 }
 
+bool ParseSeconds(const std::string& s, double* out) {
+  if (s.empty() || s.size() > 24 || s.find_first_not_of("0123456789.") != std::string::npos) return false;
+  char* end = nullptr;
+  *out = std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size();
+}
+
 bool ParseInt(const std::string& s, int64_t* out) {
   if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos) return false;
   *out = std::stoll(s);
   return true;
 }
 
+
+// OmniServe's audio encoder takes a media_url written in URL-safe base64 too
+// (normalize_media_url): decoded when it decodes to an http(s):// or s3://
+// URL, else kept as it is.
+std::string UrlFromUrlSafeBase64(const std::string& url) {
+  if (url.find("://") != std::string::npos || url.starts_with("data:")) return url;
+  std::string standard = url;
+  for (char& c : standard) {
+    if (c == '-') c = '+';
+    if (c == '_') c = '/';
+  }
+  standard.append((4 - standard.size() % 4) % 4, '=');
+  std::optional<std::string> decoded = Base64Decode(standard);
+  if (decoded && (decoded->starts_with("http://") || decoded->starts_with("https://") ||
+                  decoded->starts_with("s3://"))) {
+    return *decoded;
+  }
+  return url;
+}
 
 }  // namespace
 
@@ -67,11 +95,13 @@ StatusOr<EncodeRequest> ParseOmniServeEncodeRequest(std::string_view body) {
     if (!j["media_url"].is_string() || j["media_url"].get<std::string>().empty()) {
       return JsonFieldError("media_url", "a non-empty string");
     }
-    r.url = j["media_url"].get<std::string>();
+    r.url = UrlFromUrlSafeBase64(j["media_url"].get<std::string>());
   } else {
     if (!j["media_base64"].is_string()) return JsonFieldError("media_base64", "a base64 string");
-    // As a data: URL, so the fetcher's size limit applies before decoding.
-    r.url = "data:application/octet-stream;base64," + j["media_base64"].get<std::string>();
+    const std::string b64 = j["media_base64"].get<std::string>();
+    // As a data: URL, so the fetcher's size limit applies before decoding
+    // (OmniServe's audio encoder also takes a whole data: URL here).
+    r.url = b64.starts_with("data:") ? b64 : "data:application/octet-stream;base64," + b64;
   }
   return r;
 }
@@ -88,17 +118,28 @@ std::string EncodeResultJson(const EncodeResult& r, std::string_view model) {
   j["rows"] = r.rows;
   j["width"] = r.width;
   j["ids"] = r.ids;
-  j["media"] = {{"type", "image"}, {"mime", r.mime}, {"width", r.image_width}, {"height", r.image_height}};
-  j["resized"] = {{"width", r.resized_width}, {"height", r.resized_height}};
-  j["grid"] = {{"t", r.grid.t}, {"h", r.grid.h}, {"w", r.grid.w}};
+  if (r.type == "audio") {
+    j["media"] = {{"type", "audio"}, {"mime", r.mime}, {"seconds", r.seconds}};
+  } else {
+    j["media"] = {{"type", "image"}, {"mime", r.mime}, {"width", r.image_width}, {"height", r.image_height}};
+    j["resized"] = {{"width", r.resized_width}, {"height", r.resized_height}};
+    j["grid"] = {{"t", r.grid.t}, {"h", r.grid.h}, {"w", r.grid.w}};
+  }
   j["timings_ms"] = {{"fetch", r.times.fetch_ms}, {"decode", r.times.decode_ms}, {"encode", r.times.encode_ms},
                      {"store", r.times.store_ms}};
   return j.dump();
 }
 
 EncoderService::EncoderService(EncoderServiceOptions options, ImageEncodeFn encode)
+    : EncoderService(std::move(options), std::move(encode), nullptr) {}
+
+EncoderService::EncoderService(EncoderServiceOptions options, AudioEncodeFn encode)
+    : EncoderService(std::move(options), nullptr, std::move(encode)) {}
+
+EncoderService::EncoderService(EncoderServiceOptions options, ImageEncodeFn image, AudioEncodeFn audio)
     : options_(std::move(options)),
-      encode_(std::move(encode)),
+      encode_image_(std::move(image)),
+      encode_audio_(std::move(audio)),
       cache_hits_(&options_.metrics->AddCounter("omni_encoder_cache_hits_total",
                                                 "Requests answered from an object already in the store.")
                        .Get()),
@@ -106,7 +147,8 @@ EncoderService::EncoderService(EncoderServiceOptions options, ImageEncodeFn enco
       stage_seconds_(&options_.metrics->AddHistogram(
           "omni_encoder_stage_seconds", "Time per stage of a request: fetch, decode, encode, store.", {"stage"},
           {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30})) {
-  OMNI_CHECK(options_.store != nullptr && options_.fetcher != nullptr && encode_) << "encoder service dependencies";
+  OMNI_CHECK(options_.store != nullptr && options_.fetcher != nullptr && (encode_image_ || encode_audio_))
+      << "encoder service dependencies";
 }
 
 Status EncoderService::Describe(EncodeResult* r) const {
@@ -120,19 +162,78 @@ StatusOr<EncodeResult> EncoderService::FromStoredObject(const std::string& key, 
   r.cached = true;
   r.key = key;
   const ObjectMetadata& m = info.metadata;
-  const bool complete = ParseInt(MetaValue(m, "rows"), &r.rows) && ParseInt(MetaValue(m, "width"), &r.width) &&
-                        ParseInt(MetaValue(m, "ids"), &r.ids) &&
-                        ParseInt(MetaValue(m, "image-width"), &r.image_width) &&
-                        ParseInt(MetaValue(m, "image-height"), &r.image_height) &&
-                        ParseInt(MetaValue(m, "resized-width"), &r.resized_width) &&
-                        ParseInt(MetaValue(m, "resized-height"), &r.resized_height) &&
-                        ParseInt(MetaValue(m, "grid-t"), &r.grid.t) && ParseInt(MetaValue(m, "grid-h"), &r.grid.h) &&
-                        ParseInt(MetaValue(m, "grid-w"), &r.grid.w);
+  // Objects written before audio existed carry no media-type: images.
+  const std::string type = MetaValue(m, "media-type");
+  r.type = type.empty() ? "image" : type;
+  bool complete = ParseInt(MetaValue(m, "rows"), &r.rows) && ParseInt(MetaValue(m, "width"), &r.width) &&
+                  ParseInt(MetaValue(m, "ids"), &r.ids);
+  if (r.type == "audio") {
+    complete = complete && ParseSeconds(MetaValue(m, "seconds"), &r.seconds);
+  } else {
+    complete = complete && r.type == "image" && ParseInt(MetaValue(m, "image-width"), &r.image_width) &&
+               ParseInt(MetaValue(m, "image-height"), &r.image_height) &&
+               ParseInt(MetaValue(m, "resized-width"), &r.resized_width) &&
+               ParseInt(MetaValue(m, "resized-height"), &r.resized_height) &&
+               ParseInt(MetaValue(m, "grid-t"), &r.grid.t) && ParseInt(MetaValue(m, "grid-h"), &r.grid.h) &&
+               ParseInt(MetaValue(m, "grid-w"), &r.grid.w);
+  }
   if (!complete) return NotFound("the stored object carries no description");
   r.mime = MetaValue(m, "mime");
   r.sha256 = MetaValue(m, "sha256");
   OMNI_RETURN_IF_ERROR(Describe(&r));
   return r;
+}
+
+StatusOr<models::VisionEncoding> EncoderService::EncodeImage(const media::FetchedMedia& media, EncodeResult* r,
+                                                             ObjectMetadata* meta) const {
+  auto t1 = SteadyClock::now();
+  media::ImageInfo info;
+  OMNI_ASSIGN_OR_RETURN(media::Image image, media::DecodeImage(media.bytes, options_.decode, &info));
+  r->times.decode_ms = MsSince(t1);
+  stage_seconds_->WithLabels({"decode"}).Observe(r->times.decode_ms / 1e3);
+  r->type = "image";
+  r->mime = std::string(media::MediaKindInfo(info.kind).mime);
+  r->image_width = image.width;
+  r->image_height = image.height;
+  auto t2 = SteadyClock::now();
+  OMNI_ASSIGN_OR_RETURN(models::VisionEncoding e, encode_image_(image));
+  r->times.encode_ms = MsSince(t2);
+  r->grid = e.grid;
+  r->resized_width = e.resized_width;
+  r->resized_height = e.resized_height;
+  *meta = {
+      {"image-width", std::to_string(r->image_width)},
+      {"image-height", std::to_string(r->image_height)},
+      {"resized-width", std::to_string(r->resized_width)},
+      {"resized-height", std::to_string(r->resized_height)},
+      {"grid-t", std::to_string(r->grid.t)},
+      {"grid-h", std::to_string(r->grid.h)},
+      {"grid-w", std::to_string(r->grid.w)},
+      // A generic name: the object is shared by every request that sends
+      // these bytes, so it carries nothing from one client's URL.
+      {"filename", "image." + std::string(media::MediaKindInfo(info.kind).extension)},
+  };
+  return e;
+}
+
+StatusOr<models::AudioEncoding> EncoderService::EncodeAudio(const media::FetchedMedia& media, EncodeResult* r,
+                                                            ObjectMetadata* meta) const {
+  auto t1 = SteadyClock::now();
+  media::AudioInfo info;
+  OMNI_ASSIGN_OR_RETURN(media::Audio audio, media::DecodeAudio(media.bytes, options_.audio_decode, &info));
+  r->times.decode_ms = MsSince(t1);
+  stage_seconds_->WithLabels({"decode"}).Observe(r->times.decode_ms / 1e3);
+  r->type = "audio";
+  r->mime = std::string(media::MediaKindInfo(info.kind).mime);
+  r->seconds = audio.seconds();
+  auto t2 = SteadyClock::now();
+  OMNI_ASSIGN_OR_RETURN(models::AudioEncoding e, encode_audio_(audio.samples));
+  r->times.encode_ms = MsSince(t2);
+  *meta = {
+      {"seconds", fmt::format("{:.6f}", r->seconds)},
+      {"filename", "audio." + std::string(media::MediaKindInfo(info.kind).extension)},
+  };
+  return e;
 }
 
 StatusOr<EncodeResult> EncoderService::Encode(const EncodeRequest& request) const {
@@ -160,47 +261,35 @@ StatusOr<EncodeResult> EncoderService::Encode(const EncodeRequest& request) cons
   r.key = key;
   r.sha256 = media.sha256;
   r.times.fetch_ms = fetch_ms;
-  auto t1 = SteadyClock::now();
-  media::ImageInfo info;
-  OMNI_ASSIGN_OR_RETURN(media::Image image, media::DecodeImage(media.bytes, options_.decode, &info));
-  r.times.decode_ms = MsSince(t1);
-  stage_seconds_->WithLabels({"decode"}).Observe(r.times.decode_ms / 1e3);
-  r.mime = std::string(media::MediaKindInfo(info.kind).mime);
-  r.image_width = image.width;
-  r.image_height = image.height;
-  auto t2 = SteadyClock::now();
-  OMNI_ASSIGN_OR_RETURN(models::VisionEncoding e, encode_(image));
-  r.times.encode_ms = MsSince(t2);
+  ObjectMetadata details;
+  EmbeddingObject object;
+  std::vector<int32_t> ids;
+  if (encode_audio_) {
+    OMNI_ASSIGN_OR_RETURN(models::AudioEncoding e, EncodeAudio(media, &r, &details));
+    object.rows = e.rows.To(DType::kBF16);  // the LLM computes in bf16; half the bytes
+    ids = std::move(e.ids);
+  } else {
+    OMNI_ASSIGN_OR_RETURN(models::VisionEncoding e, EncodeImage(media, &r, &details));
+    object.rows = e.rows.To(DType::kBF16);
+    ids = std::move(e.ids);
+  }
   stage_seconds_->WithLabels({"encode"}).Observe(r.times.encode_ms / 1e3);
-  r.rows = e.rows.dim(0);
-  r.width = e.rows.dim(1);
-  r.ids = static_cast<int64_t>(e.ids.size());
-  r.grid = e.grid;
-  r.resized_width = e.resized_width;
-  r.resized_height = e.resized_height;
+  r.rows = object.rows.dim(0);
+  r.width = object.rows.dim(1);
+  r.ids = std::ssize(ids);
 
   auto t3 = SteadyClock::now();
-  EmbeddingObject object;
-  object.rows = e.rows.To(DType::kBF16);  // the LLM computes in bf16; half the bytes
   object.ids = Tensor::Empty({r.ids}, DType::kI32);
-  if (r.ids > 0) std::memcpy(object.ids.raw_data(), e.ids.data(), e.ids.size() * sizeof(int32_t));
-  const ObjectMetadata meta = {
+  if (r.ids > 0) std::memcpy(object.ids.raw_data(), ids.data(), ids.size() * sizeof(int32_t));
+  ObjectMetadata meta = {
+      {"media-type", r.type},
       {"rows", std::to_string(r.rows)},
       {"width", std::to_string(r.width)},
       {"ids", std::to_string(r.ids)},
-      {"image-width", std::to_string(r.image_width)},
-      {"image-height", std::to_string(r.image_height)},
-      {"resized-width", std::to_string(r.resized_width)},
-      {"resized-height", std::to_string(r.resized_height)},
-      {"grid-t", std::to_string(r.grid.t)},
-      {"grid-h", std::to_string(r.grid.h)},
-      {"grid-w", std::to_string(r.grid.w)},
-      {"mime", r.mime},
-      // A generic name: the object is shared by every request that sends
-      // these bytes, so it carries nothing from one client's URL.
-      {"filename", "image." + std::string(media::MediaKindInfo(info.kind).extension)},
-      {"sha256", r.sha256},
   };
+  meta.insert(meta.end(), details.begin(), details.end());
+  meta.emplace_back("mime", r.mime);
+  meta.emplace_back("sha256", r.sha256);
   for (const auto& [k, v] : meta) object.metadata.emplace_back(k, v);
   object.metadata.emplace_back("model", options_.model_id);
   OMNI_ASSIGN_OR_RETURN(std::string bytes, SerializeEmbeddingObject(object));

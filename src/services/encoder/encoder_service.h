@@ -1,39 +1,49 @@
-// The vision encoder server's logic, without sockets: a medium's URL in, an
-// embedding object in the store out (DESIGN.md, "Life of a request", step 2).
+// The encoder server's logic (vision or audio), without sockets: a medium's
+// URL in, an embedding object in the store out (DESIGN.md, "Life of a
+// request", step 2).
 //
 //   fetch     media::MediaFetcher: data:, http(s) under the fetch policy,
 //             s3://, file:// under a root; kind sniffed, bytes hashed
 //   cache     key emb/<model>/<sha256>.safetensors; if the store holds it
 //             (HEAD, its metadata describes it) the answer is immediate,
 //             with "cached": true
-//   encode    decode (pixel limit from the header), the model's Encode
-//   store     the object ("rows" [N, D] bf16, "ids" [729] i32, metadata)
+//   encode    images: decode (pixel limit from the header), the model's
+//             Encode; audio: decode to 16 kHz mono (duration limit from the
+//             header), the model's Encode
+//   store     the object ("rows" [N, D] bf16, "ids" [M] i32, metadata)
 //             written atomically, with the answer's fields as object
 //             metadata so a later HEAD can answer alone
 //
 // Errors are Status with the codes of media/ and storage/: 400 corrupt or
 // malformed, 413 too large, 415 not an image, 404 unknown model or object,
-// 403 expired URL, 503/504 the store or a fetch failed.
+// 403 expired URL, 503/504 the store or a fetch failed. An audio encoder
+// answers 415 for an image, a vision encoder for audio.
 // Thread-safety: Encode is const and thread-safe (the model, store and
 // fetcher are).
 #pragma once
 
 #include <chrono>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include "core/status.h"
+#include "media/audio.h"
 #include "media/image.h"
 #include "media/media_fetch.h"
+#include "models/audio_encoder/omni_audio_encoder.h"
 #include "models/omni_vision/omni_vision_encoder.h"
 #include "net/metrics.h"
 #include "storage/object_store.h"
 
 namespace omni::encoder {
 
-// The model behind the service (OmniVisionEncoder::Encode; tests inject one).
+// The model behind the service (OmniVisionEncoder::Encode or
+// OmniAudioEncoder::Encode, through a batcher; tests inject one). A service
+// has one of the two.
 using ImageEncodeFn = std::function<StatusOr<models::VisionEncoding>(const media::Image&)>;
+using AudioEncodeFn = std::function<StatusOr<models::AudioEncoding>(std::span<const float> samples_16k)>;
 
 struct EncoderServiceOptions {
   std::string model_id;  // the served name: requests' "model", and the key's model segment
@@ -41,6 +51,7 @@ struct EncoderServiceOptions {
   std::string store_uri;                           // its URI (for the objects' s3:// / file:// URIs)
   const media::MediaFetcher* fetcher = nullptr;    // required; outlives the service
   media::ImageDecodeOptions decode;
+  media::AudioDecodeOptions audio_decode;          // sample_rate is the model's: 16000
   std::chrono::seconds url_ttl{3600};              // presigned URLs in answers
   MetricsRegistry* metrics = nullptr;              // required
 };
@@ -57,18 +68,23 @@ struct EncodeStageTimes {
 struct EncodeResult {
   bool cached = false;
   std::string key, uri, url, sha256;
+  std::string type = "image";            // "image" or "audio"
   std::string mime;                      // sniffed
   int64_t rows = 0, width = 0, ids = 0;  // the object's tensors
+  // images
   int64_t image_width = 0, image_height = 0;   // after the EXIF orientation
   int64_t resized_width = 0, resized_height = 0;
   models::PatchGrid grid;
+  // audio
+  double seconds = 0;  // the clip's duration as decoded (the prompt's audio_duration)
   EncodeStageTimes times;
 };
 
 // Request bodies. /v1/encode: {"model": "...", "media": {"url": "..."}};
-// OmniServe's /process_image_or_video: {"media_url": "..."} or
-// {"media_base64": "<base64 bytes>"} (other fields ignored). InvalidArgument
-// names the field at fault.
+// OmniServe's /process_image_or_video and /process_audio: {"media_url":
+// "..."} (also a URL written in URL-safe base64, as OmniServe's audio encoder
+// accepts) or {"media_base64": "<base64 bytes>" or a data: URL} (other fields
+// ignored). InvalidArgument names the field at fault.
 StatusOr<EncodeRequest> ParseEncodeRequest(std::string_view body);
 StatusOr<EncodeRequest> ParseOmniServeEncodeRequest(std::string_view body);
 
@@ -78,17 +94,26 @@ std::string EncodeResultJson(const EncodeResult& result, std::string_view model)
 class EncoderService {
  public:
   EncoderService(EncoderServiceOptions options, ImageEncodeFn encode);
+  EncoderService(EncoderServiceOptions options, AudioEncodeFn encode);
 
   StatusOr<EncodeResult> Encode(const EncodeRequest& request) const;
 
   const std::string& model_id() const { return options_.model_id; }
 
  private:
+  EncoderService(EncoderServiceOptions options, ImageEncodeFn image, AudioEncodeFn audio);
   StatusOr<EncodeResult> FromStoredObject(const std::string& key, const ObjectInfo& info) const;
   Status Describe(EncodeResult* result) const;
+  // Decode and encode the fetched bytes; fills the result's description and
+  // the object's modality-specific metadata.
+  StatusOr<models::VisionEncoding> EncodeImage(const media::FetchedMedia& media, EncodeResult* r,
+                                               ObjectMetadata* meta) const;
+  StatusOr<models::AudioEncoding> EncodeAudio(const media::FetchedMedia& media, EncodeResult* r,
+                                              ObjectMetadata* meta) const;
 
   EncoderServiceOptions options_;
-  ImageEncodeFn encode_;
+  ImageEncodeFn encode_image_;
+  AudioEncodeFn encode_audio_;
   Counter* cache_hits_;
   Counter* encoded_;
   HistogramFamily* stage_seconds_;
