@@ -64,6 +64,10 @@ CLI::App* AddEncoderCommand(CLI::App& app, EncoderFlags* f) {
                   "longest audio, checked from its header before decoding; 413 above")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 24.0 * 3600));
+  sub->add_option("--max-video-seconds", f->max_video_seconds,
+                  "longest video, checked from its header before decoding; 413 above")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 24.0 * 3600));
   sub->add_option("--media-root", f->media_root, "file:// media URLs are read only beneath this directory (default: none)");
   sub->add_flag("--fetch-allow-loopback", f->fetch_allow_loopback,
                 "let http:// media URLs reach loopback addresses (127/8, ::1); refused by default");
@@ -130,10 +134,15 @@ StatusOr<LoadedEncoder> LoadEncoder(const EncoderFlags& f, encoder::EncoderServi
       [&model](std::span<const media::Image* const> images) { return model.EncodeBatch(images); }, f.max_batch,
       registry);
   options.decode = {.max_pixels = f.max_pixels};
+  options.video_decode.max_seconds = f.max_video_seconds;
+  options.video_decode.max_pixels = f.max_pixels;
   encoder::ImageBatcher* batcher = e.image_batcher.get();
+  // A video is one forward of its own (its frames are already a batch),
+  // outside the image batcher.
   e.service = std::make_unique<encoder::EncoderService>(
       std::move(options),
-      encoder::ImageEncodeFn([batcher](const media::Image& image) { return batcher->Encode(image); }));
+      encoder::ImageEncodeFn([batcher](const media::Image& image) { return batcher->Encode(image); }),
+      encoder::VideoEncodeFn([&model](std::span<const media::Image> frames) { return model.EncodeVideo(frames); }));
   e.description =
       fmt::format("vision model (rows {} wide, {} ids per image)", model.output_width(), model.num_ids());
   return e;

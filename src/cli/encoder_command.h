@@ -27,6 +27,7 @@ struct EncoderFlags {
   int64_t max_media_bytes = 64ll << 20;
   int64_t max_pixels = 64'000'000;
   double max_audio_seconds = 600;
+  double max_video_seconds = 600;
   std::string media_root;  // file:// media are read only beneath it; empty: none
   bool fetch_allow_loopback = false;
   bool fetch_allow_private = false;

@@ -24,6 +24,7 @@ namespace {
 
 constexpr char kDemoModelName[] = "omni-demo";
 constexpr char kDemoVisionEncoderName[] = "omni-demo-ve";
+constexpr char kDemoAudioEncoderName[] = "omni-demo-ae";
 constexpr char kDemoVisionDecoderName[] = "omni-demo-vd";
 
 // The roles of the full stack, in start order; `up` starts the ones this
@@ -53,26 +54,16 @@ StatusOr<std::string> EnsureDemoModel(const std::string& data_dir) {
   return dir;
 }
 
-// Writes the demo vision encoder once (its projector writes the demo LLM's
-// width); later starts reuse it.
-StatusOr<std::string> EnsureDemoVisionEncoder(const std::string& data_dir) {
-  std::string dir = data_dir + "/models/" + kDemoVisionEncoderName;
-  if (std::filesystem::exists(dir + "/config.json")) return dir;
-  OMNI_LOG(kInfo, "up: writing the demo vision encoder to {}", dir);
+// Writes a demo component folder once (an encoder's projector writes the
+// demo LLM's width); later starts reuse it. `marker` is the file that shows
+// the folder is complete.
+StatusOr<std::string> EnsureDemoComponent(const std::string& data_dir, std::string_view name,
+                                          std::string_view component, std::string_view marker) {
+  std::string dir = data_dir + "/models/" + std::string(name);
+  if (std::filesystem::exists(dir + "/" + std::string(marker))) return dir;
+  OMNI_LOG(kInfo, "up: writing the demo {} to {}", component, dir);
   DemoModelFlags flags;
-  flags.component = "ve";
-  flags.out = dir;
-  OMNI_RETURN_IF_ERROR(WriteDemoModel(flags));
-  return dir;
-}
-
-// Writes the demo vision decoder once; later starts reuse it.
-StatusOr<std::string> EnsureDemoVisionDecoder(const std::string& data_dir) {
-  std::string dir = data_dir + "/models/" + kDemoVisionDecoderName;
-  if (std::filesystem::exists(dir + "/model_index.json")) return dir;
-  OMNI_LOG(kInfo, "up: writing the demo vision decoder to {}", dir);
-  DemoModelFlags flags;
-  flags.component = "vd";
+  flags.component = std::string(component);
   flags.out = dir;
   OMNI_RETURN_IF_ERROR(WriteDemoModel(flags));
   return dir;
@@ -148,12 +139,13 @@ std::string YamlQuoted(std::string_view s) {
 
 // The gateway's config for the stack: one LLM pool over the replicas, picked
 // by llm-d's default weights (prefix 3, queue 2, KV utilization 2) after the
-// health and saturation filters (docs/GATEWAY.md); one vision encoder pool
-// and one vision decoder pool, picked by the gateway's own count of requests
+// health and saturation filters (docs/GATEWAY.md); one vision encoder, one
+// audio encoder and one vision decoder pool, picked by the gateway's own count of requests
 // in flight. The stack's store
 // lets a precise-prefix-cache-scorer (a hand-edited config) score media parts.
 std::string GatewayYaml(const std::string& host, const std::vector<uint16_t>& llm_ports, const std::string& model,
-                        uint16_t encoder_port, const std::string& encoder_model, uint16_t decoder_port,
+                        uint16_t encoder_port, const std::string& encoder_model, uint16_t audio_encoder_port,
+                        const std::string& audio_encoder_model, uint16_t decoder_port,
                         const std::string& decoder_model, const std::string& store_uri) {
   std::string endpoints;
   for (uint16_t p : llm_ports) endpoints += (endpoints.empty() ? "\"" : ", \"") + HostPort(host, p) + "\"";
@@ -192,6 +184,11 @@ std::string GatewayYaml(const std::string& host, const std::vector<uint16_t>& ll
          "  models: [" + YamlQuoted(encoder_model) + "]\n"
          "  endpoints: [\"" + HostPort(host, encoder_port) + "\"]\n"
          "  schedulingProfile: encoder\n"
+         "- name: audio-encoder\n"
+         "  role: audio-encoder\n"
+         "  models: [" + YamlQuoted(audio_encoder_model) + "]\n"
+         "  endpoints: [\"" + HostPort(host, audio_encoder_port) + "\"]\n"
+         "  schedulingProfile: encoder\n"
          "- name: vision-decoder\n"
          "  role: vision-decoder\n"
          "  models: [" + YamlQuoted(decoder_model) + "]\n"
@@ -226,6 +223,7 @@ std::string OrchestratorYaml(const std::string& gateway_url, const std::string& 
                      ", models_ms: " + std::to_string(t.models.count()) +
                      ", probe_ms: " + std::to_string(t.probe.count()) + "}\n"
                      "media: {vision_encoder: " + YamlQuoted(media.vision_encoder) +
+                     ", audio_encoder: " + YamlQuoted(media.audio_encoder) +
                      ", max_bytes: " + std::to_string(media.max_bytes) +
                      ", fetch_timeout_ms: " + std::to_string(media.fetch_timeout.count()) +
                      ", encode_s: " + std::to_string(media.encode_timeout.count() / 1000) +
@@ -265,12 +263,14 @@ struct Plan {
   std::string store;       // the orchestrator's and every replica's
   std::string encoder_dir;
   std::string encoder_name;  // served
+  std::string audio_encoder_dir;
+  std::string audio_encoder_name;  // served
   std::string decoder_dir;
   std::string decoder_name;  // served
 };
 
-// `ports`: one per replica, then the gateway's, the vision encoder's and the
-// vision decoder's.
+// `ports`: one per replica, then the gateway's, the vision encoder's, the
+// vision decoder's and the audio encoder's.
 StatusOr<Stack> StackChildren(const UpOptions& options, uint16_t client_port, const std::vector<uint16_t>& ports,
                               const std::string& data_dir, const Plan& plan, HttpClient& health_client) {
   const std::vector<std::string> global = {options.self_path, "--log-level", options.log_level, "--log-format",
@@ -301,20 +301,23 @@ StatusOr<Stack> StackChildren(const UpOptions& options, uint16_t client_port, co
                              std::to_string(threads), "--store", plan.store},
                             plan.config.llm.args, port));
   }
-  const uint16_t encoder_port = ports[plan.replicas + 1];
-  {
-    std::vector<std::string> args = {"encoder", "--modality", "vision", "--model", plan.encoder_dir,
-                                     "--served-model-name", plan.encoder_name, "--store", plan.store, "--threads",
-                                     std::to_string(plan.config.vision_encoder.threads > 0
-                                                        ? plan.config.vision_encoder.threads
-                                                        : threads)};
-    // The orchestrator hands the encoder media through the store: a file://
-    // store's directory is where the encoder may read.
+  // The orchestrator hands the encoders media through the store: a file://
+  // store's directory is where they may read.
+  auto encoder = [&](std::string name, std::string_view modality, const std::string& dir, const std::string& served,
+                     const StackConfig::Encoder& config, uint16_t port) {
+    std::vector<std::string> args = {"encoder", "--modality", std::string(modality), "--model", dir,
+                                     "--served-model-name", served, "--store", plan.store, "--threads",
+                                     std::to_string(config.threads > 0 ? config.threads : threads)};
     if (plan.store.starts_with("file://")) {
       args.insert(args.end(), {"--media-root", plan.store.substr(std::string_view("file://").size())});
     }
-    children.push_back(role("vision-encoder", std::move(args), plan.config.vision_encoder.args, encoder_port));
-  }
+    children.push_back(role(std::move(name), std::move(args), config.args, port));
+  };
+  const uint16_t encoder_port = ports[plan.replicas + 1];
+  encoder("vision-encoder", "vision", plan.encoder_dir, plan.encoder_name, plan.config.vision_encoder, encoder_port);
+  const uint16_t audio_encoder_port = ports[plan.replicas + 3];
+  encoder("audio-encoder", "audio", plan.audio_encoder_dir, plan.audio_encoder_name, plan.config.audio_encoder,
+          audio_encoder_port);
   const uint16_t decoder_port = ports[plan.replicas + 2];
   children.push_back(role("vision-decoder",
                           {"decoder", "--modality", "vision", "--model", plan.decoder_dir, "--served-model-name",
@@ -328,8 +331,9 @@ StatusOr<Stack> StackChildren(const UpOptions& options, uint16_t client_port, co
   if (ec) return Internal("cannot create " + run_dir + ": " + ec.message());
   const std::string gateway_config = run_dir + "/gateway.yaml";
   OMNI_RETURN_IF_ERROR(WriteFileAtomically(
-      gateway_config, GatewayYaml(options.host, llm_ports, plan.model_name, encoder_port, plan.encoder_name, decoder_port,
-                                plan.decoder_name, plan.store)));
+      gateway_config, GatewayYaml(options.host, llm_ports, plan.model_name, encoder_port, plan.encoder_name,
+                                  audio_encoder_port, plan.audio_encoder_name, decoder_port, plan.decoder_name,
+                                  plan.store)));
   const uint16_t gateway_port = ports[plan.replicas];
   children.push_back(role("gateway", {"gateway", "--config", gateway_config}, plan.config.gateway_args, gateway_port));
 
@@ -338,6 +342,7 @@ StatusOr<Stack> StackChildren(const UpOptions& options, uint16_t client_port, co
   const std::string orchestrator_config = run_dir + "/orchestrator.yaml";
   orchestrator::MediaConfig media = plan.config.orchestrator_media;
   media.vision_encoder = plan.encoder_name;
+  media.audio_encoder = plan.audio_encoder_name;
   orchestrator::ImagesConfig images = plan.config.orchestrator_images;
   images.vision_decoder = plan.decoder_name;
   images.llm_model = plan.model_name;
@@ -347,6 +352,27 @@ StatusOr<Stack> StackChildren(const UpOptions& options, uint16_t client_port, co
   children.push_back(role("orchestrator", {"orchestrator", "--config", orchestrator_config},
                           plan.config.orchestrator_args, client_port));
   return stack;
+}
+
+// A component's folder and served name: the configured folder (which must
+// hold `marker`) and its name, or the demo component, written on first start.
+Status SettleComponent(const UpOptions& options, const std::string& data_dir, const StackConfig::Encoder& config,
+                       std::string_view section, std::string_view demo_name, std::string_view demo_component,
+                       std::string_view marker, std::string* dir, std::string* name) {
+  if (config.model.empty()) {
+    OMNI_ASSIGN_OR_RETURN(*dir, EnsureDemoComponent(data_dir, demo_name, demo_component, marker));
+  } else {
+    *dir = std::filesystem::absolute(config.model).lexically_normal().string();
+    if (!std::filesystem::exists(*dir + "/" + std::string(marker))) {
+      return InvalidArgument("--config " + options.config + ": " + std::string(section) + ".model: no " +
+                             std::string(marker) + " in " + *dir);
+    }
+  }
+  *name = config.served_model_name;
+  if (name->empty()) {
+    *name = config.model.empty() ? std::string(demo_name) : std::filesystem::path(*dir).filename().string();
+  }
+  return Status::Ok();
 }
 
 // Reads --config (if any) and settles the model, the replicas and the store;
@@ -372,36 +398,16 @@ StatusOr<Plan> MakePlan(const UpOptions& options, const std::string& data_dir) {
                           ? std::string(kDemoModelName)
                           : std::filesystem::path(plan.model_dir).filename().string();
   }
-  if (plan.config.vision_encoder.model.empty()) {
-    OMNI_ASSIGN_OR_RETURN(plan.encoder_dir, EnsureDemoVisionEncoder(data_dir));
-  } else {
-    plan.encoder_dir = std::filesystem::absolute(plan.config.vision_encoder.model).lexically_normal().string();
-    if (!std::filesystem::exists(plan.encoder_dir + "/config.json")) {
-      return InvalidArgument("--config " + options.config + ": vision_encoder.model: no config.json in " +
-                             plan.encoder_dir);
-    }
-  }
-  plan.encoder_name = plan.config.vision_encoder.served_model_name;
-  if (plan.encoder_name.empty()) {
-    plan.encoder_name = plan.config.vision_encoder.model.empty()
-                            ? std::string(kDemoVisionEncoderName)
-                            : std::filesystem::path(plan.encoder_dir).filename().string();
-  }
-  if (plan.config.vision_decoder.model.empty()) {
-    OMNI_ASSIGN_OR_RETURN(plan.decoder_dir, EnsureDemoVisionDecoder(data_dir));
-  } else {
-    plan.decoder_dir = std::filesystem::absolute(plan.config.vision_decoder.model).lexically_normal().string();
-    if (!std::filesystem::exists(plan.decoder_dir + "/model_index.json")) {
-      return InvalidArgument("--config " + options.config + ": vision_decoder.model: no model_index.json in " +
-                             plan.decoder_dir);
-    }
-  }
-  plan.decoder_name = plan.config.vision_decoder.served_model_name;
-  if (plan.decoder_name.empty()) {
-    plan.decoder_name = plan.config.vision_decoder.model.empty()
-                            ? std::string(kDemoVisionDecoderName)
-                            : std::filesystem::path(plan.decoder_dir).filename().string();
-  }
+  OMNI_RETURN_IF_ERROR(SettleComponent(options, data_dir, plan.config.vision_encoder, "vision_encoder",
+                                       kDemoVisionEncoderName, "ve", "config.json", &plan.encoder_dir,
+                                       &plan.encoder_name));
+  OMNI_RETURN_IF_ERROR(SettleComponent(options, data_dir, plan.config.audio_encoder, "audio_encoder",
+                                       kDemoAudioEncoderName, "ae", "config.json", &plan.audio_encoder_dir,
+                                       &plan.audio_encoder_name));
+  const StackConfig::Encoder decoder{.model = plan.config.vision_decoder.model,
+                                     .served_model_name = plan.config.vision_decoder.served_model_name};
+  OMNI_RETURN_IF_ERROR(SettleComponent(options, data_dir, decoder, "vision_decoder", kDemoVisionDecoderName, "vd",
+                                       "model_index.json", &plan.decoder_dir, &plan.decoder_name));
   plan.replicas = options.llm_replicas.value_or(plan.config.llm.replicas.value_or(2));
   plan.store = plan.config.store;
   if (plan.store.empty()) {
@@ -448,9 +454,9 @@ int RunUp(const UpOptions& options) {
     OMNI_LOG(kError, "up: {}", plan.status().ToString());
     return plan.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
-  // The replicas', the gateway's, the vision encoder's, the vision decoder's
-  // and (with --port 0) the client port.
-  StatusOr<std::vector<uint16_t>> ports = PickFreePorts(options.host, plan->replicas + 3 + (options.port == 0));
+  // The replicas', the gateway's, the vision encoder's, the vision
+  // decoder's, the audio encoder's and (with --port 0) the client port.
+  StatusOr<std::vector<uint16_t>> ports = PickFreePorts(options.host, plan->replicas + 4 + (options.port == 0));
   if (!ports.ok()) {
     OMNI_LOG(kError, "up: {}", ports.status().ToString());
     return 1;

@@ -37,8 +37,8 @@ Status ReadLlm(const ConfigNode& node, StackConfig::Llm* llm) {
   return r.Finish();
 }
 
-Status ReadVisionEncoder(const ConfigNode& node, StackConfig::VisionEncoder* ve) {
-  ObjectReader r(node, "vision_encoder");
+Status ReadEncoder(const ConfigNode& node, const char* section, StackConfig::Encoder* ve) {
+  ObjectReader r(node, section);
   OMNI_RETURN_IF_ERROR(r.CheckIsMap());
   OMNI_RETURN_IF_ERROR(r.GetString("model", &ve->model));
   OMNI_RETURN_IF_ERROR(r.GetString("served_model_name", &ve->served_model_name));
@@ -74,7 +74,12 @@ StatusOr<StackConfig> ParseStackConfig(const ConfigNode& root) {
   OMNI_RETURN_IF_ERROR(r.Require(c.store.empty() || c.store.starts_with("file://") || c.store.starts_with("s3://"),
                                  "store", "expected a file:// or s3:// URI"));
   if (const ConfigNode* llm = r.GetNode("llm")) OMNI_RETURN_IF_ERROR(ReadLlm(*llm, &c.llm));
-  if (const ConfigNode* ve = r.GetNode("vision_encoder")) OMNI_RETURN_IF_ERROR(ReadVisionEncoder(*ve, &c.vision_encoder));
+  if (const ConfigNode* ve = r.GetNode("vision_encoder")) {
+    OMNI_RETURN_IF_ERROR(ReadEncoder(*ve, "vision_encoder", &c.vision_encoder));
+  }
+  if (const ConfigNode* ae = r.GetNode("audio_encoder")) {
+    OMNI_RETURN_IF_ERROR(ReadEncoder(*ae, "audio_encoder", &c.audio_encoder));
+  }
   if (const ConfigNode* vd = r.GetNode("vision_decoder")) OMNI_RETURN_IF_ERROR(ReadVisionDecoder(*vd, &c.vision_decoder));
   if (const ConfigNode* gateway = r.GetNode("gateway")) {
     ObjectReader g(*gateway, "gateway");
@@ -90,8 +95,11 @@ StatusOr<StackConfig> ParseStackConfig(const ConfigNode& root) {
     }
     if (const ConfigNode* m = o.GetNode("media")) {
       OMNI_RETURN_IF_ERROR(orchestrator::ReadMediaConfig(*m, o.ChildPath("media"), &c.orchestrator_media));
-      OMNI_RETURN_IF_ERROR(o.Require(c.orchestrator_media.vision_encoder.empty(), "media",
-                                     "media.vision_encoder is set by up itself (vision_encoder.served_model_name)"));
+      OMNI_RETURN_IF_ERROR(o.Require(c.orchestrator_media.vision_encoder.empty() &&
+                                         c.orchestrator_media.audio_encoder.empty(),
+                                     "media",
+                                     "media.vision_encoder and media.audio_encoder are set by up itself (the "
+                                     "encoders' served_model_name)"));
     }
     if (const ConfigNode* i = o.GetNode("images")) {
       OMNI_RETURN_IF_ERROR(orchestrator::ReadImagesConfig(*i, o.ChildPath("images"), &c.orchestrator_images));

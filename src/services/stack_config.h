@@ -14,6 +14,8 @@
 //     served_model_name: seed-omni-8b-ve   # default: the folder's name
 //     threads: 4                           # compute threads; default: as one LLM replica
 //     args: [--max-queue, "64"]            # more `omniserve encoder` flags
+//   audio_encoder:                         # the same keys, for the audio encoder
+//     model: /models/seed-omni-8b/ae       # default: the demo audio encoder
 //   vision_decoder:
 //     model: /models/seed-omni-8b/vd       # default: the demo vision decoder
 //     served_model_name: seed-omni-8b-vd   # default: the folder's name
@@ -22,7 +24,7 @@
 //   gateway: {args: [--request-timeout-s, "900"]}
 //   orchestrator:
 //     timeouts: {llm_s: 900}               # as in the orchestrator's config (docs/ORCHESTRATOR.md)
-//     media: {fetch_allow_loopback: true}  # likewise (vision_encoder is set by up)
+//     media: {fetch_allow_loopback: true}  # likewise (the encoders' names are set by up)
 //     args: [--max-body-bytes, "134217728"]
 //
 // Thread-safety: plain values.
@@ -46,8 +48,8 @@ struct StackConfig {
     int threads = 0;                // per replica; 0: the machine's cores shared out
     std::vector<std::string> args;  // more `omniserve llm` flags
   };
-  struct VisionEncoder {
-    std::string model;              // empty: the demo vision encoder, written to DATA_DIR on first start
+  struct Encoder {
+    std::string model;              // empty: the demo encoder, written to DATA_DIR on first start
     std::string served_model_name;  // empty: the folder's name
     int threads = 0;                // 0: as many as one LLM replica
     std::vector<std::string> args;  // more `omniserve encoder` flags
@@ -60,11 +62,12 @@ struct StackConfig {
   };
   std::string store;  // file:// or s3:// URI; empty: file://DATA_DIR/objects
   Llm llm;
-  VisionEncoder vision_encoder;
+  Encoder vision_encoder;
+  Encoder audio_encoder;
   VisionDecoder vision_decoder;
   std::vector<std::string> gateway_args;
   orchestrator::OrchestratorTimeouts orchestrator_timeouts;
-  orchestrator::MediaConfig orchestrator_media;  // vision_encoder is up's to set
+  orchestrator::MediaConfig orchestrator_media;  // vision_encoder and audio_encoder are up's to set
   orchestrator::ImagesConfig orchestrator_images;  // vision_decoder is up's to set
   std::vector<std::string> orchestrator_args;
 };

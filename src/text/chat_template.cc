@@ -1,6 +1,9 @@
 #include "text/chat_template.h"
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "core/json_string.h"
 #include "text/omni_tokens.h"
@@ -59,6 +62,20 @@ void MimeLine(PromptWriter& w, const char* id_prefix, int index, const ContentPa
   w.Append("\n");
 }
 
+}  // namespace
+
+std::string MediaDurationText(std::string_view seconds) {
+  const std::string text(seconds);
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value) || value < 0) return {};
+  char out[32];
+  std::snprintf(out, sizeof(out), "%.2f", value);
+  return out;
+}
+
+namespace {
+
 struct MediaCounters {
   int image = 0;
   int audio = 0;
@@ -93,7 +110,11 @@ void UserTurn(PromptWriter& w, const ChatMessage& m, int msg_index, MediaCounter
         MimeLine(w, "audio", n, p, "audio/mpeg", "user_query.wav");
         w.Append(kAudioAuxStart);
         w.Append("다음 중 audio_duration은 오디오 길이 정보입니다. 참고하여 답변하세요. {\"audio_duration\": \"");
-        w.Placeholder(PlaceholderKind::kAudioDuration, kAudioMetaDuration, n, msg_index, part);
+        if (p.duration.empty()) {
+          w.Placeholder(PlaceholderKind::kAudioDuration, kAudioMetaDuration, n, msg_index, part);
+        } else {
+          w.Append(p.duration);
+        }
         w.Append("\"}");
         w.Append(kAudioAuxEnd);
         w.Append("\n");
@@ -111,7 +132,11 @@ void UserTurn(PromptWriter& w, const ChatMessage& m, int msg_index, MediaCounter
         MimeLine(w, "video", n, p, "video/mp4", "video.mp4");
         w.Append(kVideoAuxStart);
         w.Append("다음 중 video_duration은 비디오 길이 정보입니다. 참고하여 답변하세요. {\"video_duration\": \"");
-        w.Placeholder(PlaceholderKind::kVideoDuration, kVideoMetaDuration, n, msg_index, part);
+        if (p.duration.empty()) {
+          w.Placeholder(PlaceholderKind::kVideoDuration, kVideoMetaDuration, n, msg_index, part);
+        } else {
+          w.Append(p.duration);
+        }
         w.Append("\"}");
         w.Append(kVideoAuxEnd);
         w.Append("\n");

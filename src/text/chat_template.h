@@ -31,7 +31,18 @@ struct ContentPart {
   // video/mp4 video.mp4).
   std::string mime_type;
   std::string filename;
+  // Audio and video only: the duration hint's value (MediaDurationText).
+  // Empty: the <|audio_meta_duration|> / <|video_meta_duration|> token, as
+  // OmniServe leaves it.
+  std::string duration;
 };
+
+// The duration hint's value for a medium of `seconds` (as the encoder
+// measured it): seconds with two decimals, "3.00". The LLM server and the
+// gateway both render it from the embedding object's "seconds" metadata, so
+// they lay out the same tokens. Empty for a value that is not a finite,
+// non-negative number.
+std::string MediaDurationText(std::string_view seconds);
 
 struct ToolCallArgument {
   std::string key;

@@ -94,7 +94,8 @@ TEST(UpTest, ServesTheOpenAiApiOnTheDemoModelAndStopsOnSigterm) {
     reported.push_back(c["name"].get<std::string>());
     EXPECT_EQ(c["status"], "ok") << health->body;
   }
-  EXPECT_EQ(reported, (std::vector<std::string>{"gateway", "store", "llm-0", "llm-1", "vision-encoder", "vision-decoder"}))
+  EXPECT_EQ(reported, (std::vector<std::string>{"gateway", "store", "llm-0", "llm-1", "vision-encoder", "audio-encoder",
+                                                "vision-decoder"}))
       << health->body;
 
   auto models = client.Request({.url = base + "/v1/models"});
@@ -192,7 +193,9 @@ TEST(UpTest, AConfigPointsTheStackAtAModelFolderAStoreAndRoleFlags) {
   auto hj = nlohmann::json::parse(health->body);
   std::vector<std::string> reported;
   for (const auto& c : hj["components"]) reported.push_back(c["name"].get<std::string>());
-  EXPECT_EQ(reported, (std::vector<std::string>{"gateway", "store", "llm-0", "vision-encoder", "vision-decoder"})) << health->body;
+  EXPECT_EQ(reported, (std::vector<std::string>{"gateway", "store", "llm-0", "vision-encoder", "audio-encoder",
+                                                "vision-decoder"}))
+      << health->body;
   EXPECT_EQ(hj["components"][1]["url"], "file://" + dir + "/objects") << health->body;
   auto chat = client.Request({.method = HttpMethod::kPost, .url = base + "/v1/chat/completions",
                               .body = R"({"model":"my-llm","max_tokens":4,"messages":[{"role":"user","content":"hi"}]})"});

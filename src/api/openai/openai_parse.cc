@@ -1,14 +1,17 @@
 #include "api/openai/openai_parse.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include <nlohmann/json.hpp>
 
 #include "api/openai/python_json.h"
+#include "core/base64.h"
 #include "core/whole_number.h"
 
 namespace omni::openai {
@@ -207,15 +210,41 @@ StatusOr<std::string> MediaUrl(const Json& part, std::string_view field, const s
   return url;
 }
 
-// OpenAI's inline audio, {"data": base64 bytes, "format": "wav"}, as a data: URL.
+bool IsRemoteUrl(std::string_view s) {
+  return s.starts_with("http://") || s.starts_with("https://") || s.starts_with("s3://");
+}
+
+// OpenAI's inline audio, {"data": base64 bytes, "format": "wav"}, as a data:
+// URL; and OmniServe's forms of it: "data" holding a URL, or the base64 of
+// one (standard or URL-safe), which is fetched like an audio_url. The format
+// only names the bytes (they are sniffed), but it must be a plain token.
 StatusOr<std::string> InlineAudioUrl(const Json& part, const std::string& param) {
   const Json* audio = Find(part, "input_audio");
   if (audio == nullptr || !audio->is_object()) return TypeError(param + ".input_audio", "an object");
   const Json* data = Find(*audio, "data");
   if (data == nullptr || !data->is_string()) return TypeError(param + ".input_audio.data", "a base64 string");
+  const std::string& text = data->get_ref<const std::string&>();
+  if (text.empty()) return FieldError(param + ".input_audio.data", "the audio data is empty");
+  if (IsRemoteUrl(text)) return text;
+  // A URL in base64 is short; audio bytes are not tried.
+  if (text.size() <= 8192) {
+    std::string standard = text;
+    for (char& c : standard) c = c == '-' ? '+' : c == '_' ? '/' : c;
+    standard.append((4 - standard.size() % 4) % 4, '=');
+    if (std::optional<std::string> decoded = Base64Decode(standard); decoded && IsRemoteUrl(*decoded)) {
+      return *decoded;
+    }
+  }
   const Json* format = Find(*audio, "format");
   if (format == nullptr || !format->is_string()) return TypeError(param + ".input_audio.format", "a string");
-  return "data:audio/" + format->get<std::string>() + ";base64," + data->get<std::string>();
+  const std::string& f = format->get_ref<const std::string&>();
+  if (f.empty() || f.size() > 16 || !std::all_of(f.begin(), f.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+      })) {
+    return FieldError(param + ".input_audio.format",
+                      "the audio format '" + ShownValue(f) + "' is not a format name (e.g. wav, mp3)");
+  }
+  return "data:audio/" + f + ";base64," + text;
 }
 
 Status ParseContentParts(const Json& content, int message_index, const std::string& param, MediaForm form,

@@ -8,8 +8,11 @@
 //             (HEAD, its metadata describes it) the answer is immediate,
 //             with "cached": true
 //   encode    images: decode (pixel limit from the header), the model's
-//             Encode; audio: decode to 16 kHz mono (duration limit from the
-//             header), the model's Encode
+//             Encode; videos (bytes that sniff as a video, whatever the
+//             request called them): decode the sampled frames (duration and
+//             frame-size limits from the header), the model's EncodeVideo;
+//             audio: decode to 16 kHz mono (duration limit from the header),
+//             the model's Encode
 //   store     the object ("rows" [N, D] bf16, "ids" [M] i32, metadata)
 //             written atomically, with the answer's fields as object
 //             metadata so a later HEAD can answer alone
@@ -17,7 +20,9 @@
 // Errors are Status with the codes of media/ and storage/: 400 corrupt or
 // malformed, 413 too large, 415 not an image, 404 unknown model or object,
 // 403 expired URL, 503/504 the store or a fetch failed. An audio encoder
-// answers 415 for an image, a vision encoder for audio.
+// answers 415 for an image or a video, a vision encoder for audio (and for
+// a video when it was built without a VideoEncodeFn), either one for a
+// video without a video stream.
 // Thread-safety: Encode is const and thread-safe (the model, store and
 // fetcher are).
 #pragma once
@@ -32,6 +37,7 @@
 #include "media/audio.h"
 #include "media/image.h"
 #include "media/media_fetch.h"
+#include "media/video.h"
 #include "models/audio_encoder/omni_audio_encoder.h"
 #include "models/omni_vision/omni_vision_encoder.h"
 #include "net/metrics.h"
@@ -44,6 +50,9 @@ namespace omni::encoder {
 // has one of the two.
 using ImageEncodeFn = std::function<StatusOr<models::VisionEncoding>(const media::Image&)>;
 using AudioEncodeFn = std::function<StatusOr<models::AudioEncoding>(std::span<const float> samples_16k)>;
+// A video's sampled frames (media::DecodeVideo's) -> continuous rows only
+// (OmniVisionEncoder::EncodeVideo).
+using VideoEncodeFn = std::function<StatusOr<models::VisionEncoding>(std::span<const media::Image> frames)>;
 
 struct EncoderServiceOptions {
   std::string model_id;  // the served name: requests' "model", and the key's model segment
@@ -52,6 +61,7 @@ struct EncoderServiceOptions {
   const media::MediaFetcher* fetcher = nullptr;    // required; outlives the service
   media::ImageDecodeOptions decode;
   media::AudioDecodeOptions audio_decode;          // sample_rate is the model's: 16000
+  media::VideoDecodeOptions video_decode;          // max_seconds (600 by default), max_pixels per frame
   std::chrono::seconds url_ttl{3600};              // presigned URLs in answers
   MetricsRegistry* metrics = nullptr;              // required
 };
@@ -68,15 +78,17 @@ struct EncodeStageTimes {
 struct EncodeResult {
   bool cached = false;
   std::string key, uri, url, sha256;
-  std::string type = "image";            // "image" or "audio"
+  std::string type = "image";            // "image", "video" or "audio"
   std::string mime;                      // sniffed
   int64_t rows = 0, width = 0, ids = 0;  // the object's tensors
-  // images
-  int64_t image_width = 0, image_height = 0;   // after the EXIF orientation
+  // images and videos
+  int64_t image_width = 0, image_height = 0;   // after the EXIF orientation (a video: its rotation)
   int64_t resized_width = 0, resized_height = 0;
   models::PatchGrid grid;
-  // audio
-  double seconds = 0;  // the clip's duration as decoded (the prompt's audio_duration)
+  // audio and videos
+  double seconds = 0;  // the duration as decoded (the prompt's audio_duration / video_duration)
+  // videos
+  int64_t frames = 0;  // sampled frames (2 per second, 4 to 128)
   EncodeStageTimes times;
 };
 
@@ -95,24 +107,29 @@ class EncoderService {
  public:
   EncoderService(EncoderServiceOptions options, ImageEncodeFn encode);
   EncoderService(EncoderServiceOptions options, AudioEncodeFn encode);
+  // A vision encoder that also takes videos.
+  EncoderService(EncoderServiceOptions options, ImageEncodeFn image, VideoEncodeFn video);
 
   StatusOr<EncodeResult> Encode(const EncodeRequest& request) const;
 
   const std::string& model_id() const { return options_.model_id; }
 
  private:
-  EncoderService(EncoderServiceOptions options, ImageEncodeFn image, AudioEncodeFn audio);
+  EncoderService(EncoderServiceOptions options, ImageEncodeFn image, VideoEncodeFn video, AudioEncodeFn audio);
   StatusOr<EncodeResult> FromStoredObject(const std::string& key, const ObjectInfo& info) const;
   Status Describe(EncodeResult* result) const;
   // Decode and encode the fetched bytes; fills the result's description and
   // the object's modality-specific metadata.
   StatusOr<models::VisionEncoding> EncodeImage(const media::FetchedMedia& media, EncodeResult* r,
                                                ObjectMetadata* meta) const;
+  StatusOr<models::VisionEncoding> EncodeVideo(const media::FetchedMedia& media, EncodeResult* r,
+                                               ObjectMetadata* meta) const;
   StatusOr<models::AudioEncoding> EncodeAudio(const media::FetchedMedia& media, EncodeResult* r,
                                               ObjectMetadata* meta) const;
 
   EncoderServiceOptions options_;
   ImageEncodeFn encode_image_;
+  VideoEncodeFn encode_video_;  // empty: videos are refused as images are
   AudioEncodeFn encode_audio_;
   Counter* cache_hits_;
   Counter* encoded_;

@@ -5,6 +5,7 @@
 #include "core/ascii.h"
 #include "storage/content_hash.h"
 #include "storage/open_store.h"
+#include "text/chat_template.h"
 
 namespace omni::gateway {
 namespace {
@@ -40,6 +41,7 @@ StatusOr<MediaObjectInfo> MediaInfoFromMetadata(const ObjectMetadata& metadata) 
   if (!IsSha256Hex(info.object_sha256)) return FailedPrecondition("the object's object-sha256 is not a sha256");
   if (const std::string* mime = Find(metadata, "mime")) info.mime = *mime;
   if (const std::string* filename = Find(metadata, "filename")) info.filename = *filename;
+  if (const std::string* seconds = Find(metadata, "seconds")) info.duration = MediaDurationText(*seconds);
   return info;
 }
 

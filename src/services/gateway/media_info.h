@@ -29,6 +29,7 @@ struct MediaObjectInfo {
   int64_t ids = 0;   // discrete ids; 0: none
   std::string mime;      // the mime line's type; empty: the template's default
   std::string filename;  // the mime line's file name; empty: the default
+  std::string duration;  // audio/video: the duration hint (MediaDurationText); empty: none
   // sha256 of the object's bytes, 64 lower-case hex digits: the LLM's key of
   // the blocks the medium covers (prefix_cache.h).
   std::string object_sha256;

@@ -70,6 +70,7 @@ StatusOr<PromptTokens> PromptTokenizer::ChatPromptTokens(std::string_view body, 
       if (part.part_index >= 0 && part.part_index < static_cast<int>(content.size())) {
         if (!info->mime.empty()) content[part.part_index].mime_type = info->mime;
         if (!info->filename.empty()) content[part.part_index].filename = info->filename;
+        content[part.part_index].duration = info->duration;
       }
     }
     parts.push_back({part.message_index, part.part_index, std::move(info).value()});

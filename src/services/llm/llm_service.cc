@@ -188,7 +188,8 @@ StatusOr<PreparedGeneration> LlmService::PrepareChat(const ChatRequest& request)
     embeddings.push_back({part.message_index, part.part_index, std::move(e).value()});
   }
   // The mime line of each medium says what the encoder saw (the sniffed type
-  // and the name it came under), where the object records them.
+  // and the name it came under), and an audio or video duration hint the
+  // length it measured, where the object records them.
   std::vector<ChatMessage> described;
   if (!embeddings.empty()) {
     described = request.messages;
@@ -199,6 +200,7 @@ StatusOr<PreparedGeneration> LlmService::PrepareChat(const ChatRequest& request)
       for (const auto& [name, value] : e.embedding->object.metadata) {
         if (name == "mime") parts[e.part_index].mime_type = value;
         if (name == "filename") parts[e.part_index].filename = value;
+        if (name == "seconds") parts[e.part_index].duration = MediaDurationText(value);
       }
     }
   }

@@ -52,23 +52,33 @@ MediaStage::MediaStage(const OrchestratorConfig& config, Upstream& upstream, Obj
 MediaStage::~MediaStage() = default;
 
 bool MediaStage::Serves(ContentKind kind) const {
-  return kind == ContentKind::kImage && !config_.media.vision_encoder.empty() && store_ != nullptr;
+  if (store_ == nullptr) return false;
+  switch (kind) {
+    case ContentKind::kImage:
+    case ContentKind::kVideo:
+      return !config_.media.vision_encoder.empty();
+    case ContentKind::kAudio:
+      return !config_.media.audio_encoder.empty();
+    case ContentKind::kText:
+      break;
+  }
+  return false;
 }
 
-StatusOr<std::vector<std::string>> MediaStage::Resolve(const openai::ChatRequest& request,
-                                                       const std::string& request_id) {
+StatusOr<std::vector<ResolvedMedium>> MediaStage::Resolve(const openai::ChatRequest& request,
+                                                          const std::string& request_id) {
   const Deadline deadline = SteadyClock::now() + config_.media.fetch_timeout + config_.media.encode_timeout;
-  std::vector<std::future<StatusOr<std::string>>> pending;
+  std::vector<std::future<StatusOr<ResolvedMedium>>> pending;
   for (const openai::MediaPart& part : request.media) {
     pending.push_back(
         pool_.Submit([this, &part, &request_id, deadline] { return ResolvePart(part, request_id, deadline); }));
   }
-  std::vector<std::string> uris;
+  std::vector<ResolvedMedium> resolved;
   Status first_error = Status::Ok();
   for (size_t i = 0; i < pending.size(); ++i) {
     // Every part finishes before the request moves on (the tasks hold
     // references into `request`), whatever one of them threw.
-    StatusOr<std::string> r = Internal("the media stage failed");
+    StatusOr<ResolvedMedium> r = Internal("the media stage failed");
     try {
       r = pending[i].get();
     } catch (const std::exception& e) {
@@ -82,14 +92,14 @@ StatusOr<std::vector<std::string>> MediaStage::Resolve(const openai::ChatRequest
       }
       continue;
     }
-    uris.push_back(std::move(r).value());
+    resolved.push_back(std::move(r).value());
   }
   if (!first_error.ok()) return first_error;
-  return uris;
+  return resolved;
 }
 
-StatusOr<std::string> MediaStage::ResolvePart(const openai::MediaPart& part, const std::string& request_id,
-                                              Deadline deadline) {
+StatusOr<ResolvedMedium> MediaStage::ResolvePart(const openai::MediaPart& part, const std::string& request_id,
+                                                 Deadline deadline) {
   if (stopping_.load()) {
     return Unavailable("the orchestrator is shutting down").WithErrorCode("server_shutdown");
   }
@@ -97,6 +107,7 @@ StatusOr<std::string> MediaStage::ResolvePart(const openai::MediaPart& part, con
     return DeadlineExceeded("the request's media stage ran past media.fetch_timeout_ms + media.encode_s")
         .WithErrorCode("media_timeout");
   }
+  const bool audio_part = part.kind == ContentKind::kAudio;
   auto t0 = SteadyClock::now();
   StatusOr<media::FetchedMedia> fetched = fetcher_->Fetch(part.url);
   if (!fetched.ok()) {
@@ -105,8 +116,9 @@ StatusOr<std::string> MediaStage::ResolvePart(const openai::MediaPart& part, con
     // 400, not our 503. (Our own store's failures, s3://, stay 503.)
     const StatusCode code = fetched.status().code();
     if ((code == StatusCode::kUnavailable || code == StatusCode::kDeadlineExceeded) && part.url.starts_with("http")) {
-      return InvalidArgument("could not download the image: " + fetched.status().message())
-          .WithErrorCode("invalid_image_url");
+      return InvalidArgument(fmt::format("could not download the {}: {}", audio_part ? "audio" : "image",
+                                         fetched.status().message()))
+          .WithErrorCode(audio_part ? "invalid_audio_url" : "invalid_image_url");
     }
     return fetched.status();
   }
@@ -114,17 +126,30 @@ StatusOr<std::string> MediaStage::ResolvePart(const openai::MediaPart& part, con
   seconds_->WithLabels({"fetch"}).Observe(SecondsSince(t0));
   if (medium.bytes.empty()) return InvalidArgument(fmt::format("the {} part's data is empty (0 bytes)", part.part_type));
   const media::MediaKindDescription& kind = media::MediaKindInfo(medium.kind);
-  if (kind.cls != media::MediaClass::kImage) {
+  const std::string_view wanted = audio_part ? "audio" : "an image or a video";
+  if (kind.cls == media::MediaClass::kUnknown) {
     return Status(StatusCode::kUnsupportedMedia,
-                  medium.kind == media::MediaKind::kUnknown
-                      ? fmt::format("the {} part's data is not an image ({})", part.part_type,
-                                    media::DescribeUnknownBytes(medium.bytes))
-                      : fmt::format("the {} part's data is {} ({}); this deployment understands images here",
-                                    part.part_type, media::MediaClassName(kind.cls), kind.name));
+                  fmt::format("the {} part's data is not {} ({})", part.part_type, wanted,
+                              media::DescribeUnknownBytes(medium.bytes)));
+  }
+  if (audio_part != (kind.cls == media::MediaClass::kAudio)) {
+    return Status(StatusCode::kUnsupportedMedia,
+                  fmt::format("the {} part's data is {} ({}); send {} in this part", part.part_type,
+                              media::MediaClassName(kind.cls), kind.name, wanted));
+  }
+  const Encoder encoder = kind.cls == media::MediaClass::kAudio
+                              ? Encoder{config_.media.audio_encoder, "audio encoder"}
+                              : Encoder{config_.media.vision_encoder, "vision encoder"};
+  if (encoder.model.empty()) {
+    return InvalidArgument(fmt::format("the {} part's data is {} ({}), which needs a {} pool; this deployment has "
+                                       "none (media.{} is not configured)",
+                                       part.part_type, media::MediaClassName(kind.cls), kind.name, encoder.name,
+                                       kind.cls == media::MediaClass::kAudio ? "audio_encoder" : "vision_encoder"))
+        .WithErrorCode("media_pool_missing");
   }
   // One lookup per distinct medium at a time: a part whose bytes are being
   // looked up or encoded already waits for that answer.
-  std::promise<StatusOr<std::string>> mine;
+  std::promise<StatusOr<ResolvedMedium>> mine;
   Shared shared;
   bool leader = false;
   {
@@ -140,13 +165,18 @@ StatusOr<std::string> MediaStage::ResolvePart(const openai::MediaPart& part, con
       return DeadlineExceeded("the request's media stage ran past media.fetch_timeout_ms + media.encode_s")
           .WithErrorCode("media_timeout");
     }
-    StatusOr<std::string> r = shared.get();
+    StatusOr<ResolvedMedium> r = shared.get();
     if (r.ok()) parts_->WithLabels({"shared"}).Inc();
     return r;
   }
-  StatusOr<std::string> r = Internal("the media stage failed");
+  StatusOr<ResolvedMedium> r = Internal("the media stage failed");
   try {
-    r = LookUpOrEncode(medium, request_id, deadline);
+    StatusOr<std::string> uri = LookUpOrEncode(medium, encoder, request_id, deadline);
+    if (uri.ok()) {
+      r = ResolvedMedium{std::move(uri).value(), kind.cls};
+    } else {
+      r = uri.status();
+    }
   } catch (const std::exception& e) {  // bad_alloc: the medium's waiters must still hear
     r = Internal(std::string("the media stage failed: ") + e.what());
   }
@@ -158,13 +188,13 @@ StatusOr<std::string> MediaStage::ResolvePart(const openai::MediaPart& part, con
   return r;
 }
 
-StatusOr<std::string> MediaStage::LookUpOrEncode(const media::FetchedMedia& medium, const std::string& request_id,
-                                                 Deadline deadline) {
+StatusOr<std::string> MediaStage::LookUpOrEncode(const media::FetchedMedia& medium, const Encoder& encoder,
+                                                 const std::string& request_id, Deadline deadline) {
   const auto store_error = [this](const Status& s) {
     return Unavailable(fmt::format("the object store ({}) failed: {}", store_->uri(), s.message()))
         .WithErrorCode("store_unavailable");
   };
-  OMNI_ASSIGN_OR_RETURN(std::string key, EmbeddingKey(config_.media.vision_encoder, medium.sha256));
+  OMNI_ASSIGN_OR_RETURN(std::string key, EmbeddingKey(encoder.model, medium.sha256));
   StatusOr<ObjectInfo> head = store_->Head(key);
   if (head.ok()) {
     parts_->WithLabels({"cached"}).Inc();
@@ -182,26 +212,26 @@ StatusOr<std::string> MediaStage::LookUpOrEncode(const media::FetchedMedia& medi
     }
   }
   OMNI_ASSIGN_OR_RETURN(std::string media_uri, ObjectUriInStore(config_.store, media_key));
-  OMNI_ASSIGN_OR_RETURN(std::string object_key, Encode(media_uri, request_id, deadline));
+  OMNI_ASSIGN_OR_RETURN(std::string object_key, Encode(media_uri, encoder, request_id, deadline));
   seconds_->WithLabels({"encode"}).Observe(SecondsSince(t1));
   if (object_key != key) {
-    return Unavailable(fmt::format("the vision encoder wrote {} where {} was expected (is its model name {}?)",
-                                   object_key, key, config_.media.vision_encoder))
+    return Unavailable(fmt::format("the {} wrote {} where {} was expected (is its model name {}?)", encoder.name,
+                                   object_key, key, encoder.model))
         .WithErrorCode("encoder_failed");
   }
   parts_->WithLabels({"encoded"}).Inc();
   return ObjectUriInStore(config_.store, key);
 }
 
-StatusOr<std::string> MediaStage::Encode(const std::string& media_uri, const std::string& request_id,
-                                         Deadline deadline) {
+StatusOr<std::string> MediaStage::Encode(const std::string& media_uri, const Encoder& encoder,
+                                         const std::string& request_id, Deadline deadline) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
   const std::chrono::milliseconds timeout = std::min(config_.media.encode_timeout, left);
   if (timeout.count() <= 0) {
     return DeadlineExceeded("the request's media stage ran past media.fetch_timeout_ms + media.encode_s")
         .WithErrorCode("media_timeout");
   }
-  nlohmann::json body = {{"model", config_.media.vision_encoder}, {"media", {{"url", media_uri}}}};
+  nlohmann::json body = {{"model", encoder.model}, {"media", {{"url", media_uri}}}};
   HttpClientRequest up{.method = HttpMethod::kPost, .url = config_.gateway + "/v1/encode", .body = body.dump(),
                        .timeout = timeout};
   up.headers.Set("content-type", "application/json");
@@ -209,10 +239,11 @@ StatusOr<std::string> MediaStage::Encode(const std::string& media_uri, const std
   StatusOr<HttpClientResponse> r = upstream_.Request(up);
   if (!r.ok()) {
     if (r.status().code() == StatusCode::kDeadlineExceeded) {
-      return DeadlineExceeded(fmt::format("the vision encoder did not answer within {} ms", timeout.count()))
+      return DeadlineExceeded(fmt::format("the {} did not answer within {} ms", encoder.name, timeout.count()))
           .WithErrorCode("encoder_timeout");
     }
-    return Unavailable("the vision encoder could not be reached through the gateway: " + r.status().message())
+    return Unavailable(fmt::format("the {} could not be reached through the gateway: {}", encoder.name,
+                                   r.status().message()))
         .WithErrorCode("encoder_unavailable");
   }
   nlohmann::json answer = nlohmann::json::parse(r->body, nullptr, false);
@@ -223,7 +254,7 @@ StatusOr<std::string> MediaStage::Encode(const std::string& media_uri, const std
     // The encoder names the object it read, our store's; the client never
     // saw that URI and needs no map of our store.
     for (size_t at = why.find(media_uri); at != std::string::npos; at = why.find(media_uri, at)) {
-      why.replace(at, media_uri.size(), "the image");
+      why.replace(at, media_uri.size(), "the medium");
     }
   }
   if (r->status != 200) {
@@ -231,16 +262,16 @@ StatusOr<std::string> MediaStage::Encode(const std::string& media_uri, const std
     // unsupported format) are the client's; anything else is the encoder's
     // or the deployment's, whatever its status.
     if (r->status == 400 || r->status == 413 || r->status == 415 || r->status == 422) {
-      return Status(StatusCodeFromHttp(r->status), "the vision encoder refused the image: " + why);
+      return Status(StatusCodeFromHttp(r->status), fmt::format("the {} refused the medium: {}", encoder.name, why));
     }
     if (r->status == 429) {
-      return ResourceExhausted("the vision encoder is busy; retry later").WithErrorCode("encoder_busy");
+      return ResourceExhausted(fmt::format("the {} is busy; retry later", encoder.name)).WithErrorCode("encoder_busy");
     }
-    OMNI_LOG(kWarn, "orchestrator: the vision encoder answered HTTP {} for {}: {}", r->status, media_uri, why);
-    return Unavailable(fmt::format("the vision encoder failed (HTTP {})", r->status)).WithErrorCode("encoder_failed");
+    OMNI_LOG(kWarn, "orchestrator: the {} answered HTTP {} for {}: {}", encoder.name, r->status, media_uri, why);
+    return Unavailable(fmt::format("the {} failed (HTTP {})", encoder.name, r->status)).WithErrorCode("encoder_failed");
   }
   if (!answer.is_object() || !answer.contains("key") || !answer["key"].is_string()) {
-    return Unavailable("the vision encoder's answer names no object").WithErrorCode("encoder_failed");
+    return Unavailable(fmt::format("the {}'s answer names no object", encoder.name)).WithErrorCode("encoder_failed");
   }
   return answer["key"].get<std::string>();
 }

@@ -163,10 +163,11 @@ TEST_F(MediaStageTest, EachDistinctMediumIsEncodedOnceAndSharedByThePartsThatRep
   ASSERT_TRUE(uris.ok()) << uris.status().ToString();
   ASSERT_EQ(uris->size(), 4u);
   EXPECT_EQ(encoder_.calls, 2);
-  EXPECT_NE((*uris)[0], (*uris)[1]);
-  EXPECT_EQ((*uris)[0], (*uris)[2]);
-  EXPECT_EQ((*uris)[0], (*uris)[3]);
-  EXPECT_TRUE((*uris)[0].starts_with(config_.store + "/emb/omni-ve/")) << (*uris)[0];
+  EXPECT_NE((*uris)[0].uri, (*uris)[1].uri);
+  EXPECT_EQ((*uris)[0].uri, (*uris)[2].uri);
+  EXPECT_EQ((*uris)[0].uri, (*uris)[3].uri);
+  EXPECT_EQ((*uris)[0].cls, media::MediaClass::kImage);
+  EXPECT_TRUE((*uris)[0].uri.starts_with(config_.store + "/emb/omni-ve/")) << (*uris)[0].uri;
   // The media objects went to the store once each, where the encoder reads them.
   EXPECT_EQ(store_->List("media/")->size(), 2u);
 }
@@ -182,7 +183,7 @@ TEST_F(MediaStageTest, APartWhoseMediumIsBeingEncodedWaitsForThatCallInsteadOfMa
   auto uris = resolving.get();
   ASSERT_TRUE(uris.ok()) << uris.status().ToString();
   EXPECT_EQ(encoder_.calls, 1);
-  EXPECT_EQ((*uris)[0], (*uris)[1]);
+  EXPECT_EQ((*uris)[0].uri, (*uris)[1].uri);
 }
 
 TEST_F(MediaStageTest, TheEncodersMediumFaultsAreTheClientsWithoutOurStoreURIsAndItsOtherFailuresA503) {
@@ -223,7 +224,7 @@ TEST_F(MediaStageTest, TheEncodersMessageNeverNamesTheObjectItRead) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnsupportedMedia);
   EXPECT_EQ(r.status().message().find(object), std::string::npos) << r.status().message();
-  EXPECT_NE(r.status().message().find("cannot decode the image: bad data"), std::string::npos)
+  EXPECT_NE(r.status().message().find("cannot decode the medium: bad data"), std::string::npos)
       << r.status().message();
 }
 

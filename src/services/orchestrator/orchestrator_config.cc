@@ -77,6 +77,7 @@ Status ReadMediaConfig(const ConfigNode& node, const std::string& path, MediaCon
   ObjectReader r(node, path);
   OMNI_RETURN_IF_ERROR(r.CheckIsMap());
   OMNI_RETURN_IF_ERROR(r.GetString("vision_encoder", &m->vision_encoder));
+  OMNI_RETURN_IF_ERROR(r.GetString("audio_encoder", &m->audio_encoder));
   OMNI_RETURN_IF_ERROR(r.GetInt("max_bytes", &m->max_bytes));
   OMNI_RETURN_IF_ERROR(r.Require(m->max_bytes >= 1 && m->max_bytes <= (int64_t{1} << 34), "max_bytes",
                                  "must be in [1, 2^34]"));
@@ -124,6 +125,8 @@ StatusOr<OrchestratorConfig> ParseOrchestratorConfig(const ConfigNode& root) {
   if (const ConfigNode* m = r.GetNode("media")) OMNI_RETURN_IF_ERROR(ReadMediaConfig(*m, "media", &c.media));
   OMNI_RETURN_IF_ERROR(r.Require(c.media.vision_encoder.empty() || !c.store.empty(), "media",
                                  "media.vision_encoder needs a store: encoders write their objects there"));
+  OMNI_RETURN_IF_ERROR(r.Require(c.media.audio_encoder.empty() || !c.store.empty(), "media",
+                                 "media.audio_encoder needs a store: encoders write their objects there"));
   if (const ConfigNode* i = r.GetNode("images")) OMNI_RETURN_IF_ERROR(ReadImagesConfig(*i, "images", &c.images));
   OMNI_RETURN_IF_ERROR(r.Require(c.images.vision_decoder.empty() || !c.store.empty(), "images",
                                  "images.vision_decoder needs a store: the decoder writes its images there"));

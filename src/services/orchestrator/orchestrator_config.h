@@ -8,8 +8,9 @@
 //     llm_s: 600                       #   a chat request through the gateway, whole
 //     models_ms: 5000                  #   GET /v1/models from the gateway
 //     probe_ms: 1000                   #   each health probe
-//   media:                             # optional: image parts need it (and the store)
-//     vision_encoder: omni-ve          #   the vision encoder's model name; the gateway routes /v1/encode by it
+//   media:                             # optional: media parts need it (and the store)
+//     vision_encoder: omni-ve          #   the vision encoder's model name (images, videos); the gateway routes /v1/encode by it
+//     audio_encoder: omni-ae           #   the audio encoder's model name (input_audio, audio_url)
 //     max_bytes: 67108864              #   largest medium fetched or sent inline (413 beyond)
 //     fetch_timeout_ms: 30000          #   one http(s) fetch, redirects included
 //     encode_s: 120                    #   one encoder call
@@ -57,7 +58,8 @@ struct Component {
 
 // How media parts become embedding objects (media_stage.h).
 struct MediaConfig {
-  std::string vision_encoder;  // model name of the vision encoder pool; empty: image parts are refused
+  std::string vision_encoder;  // model name of the vision encoder pool; empty: image and video parts are refused
+  std::string audio_encoder;   // model name of the audio encoder pool; empty: audio parts are refused
   int64_t max_bytes = 64ll << 20;
   std::chrono::milliseconds fetch_timeout{30'000};
   std::chrono::milliseconds encode_timeout{120'000};

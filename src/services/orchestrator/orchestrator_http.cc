@@ -17,6 +17,10 @@ void OrchestratorHttpAdapter::RegisterRoutes(HttpServer& server) {
   server.RouteStreaming(HttpMethod::kPost, "/v1/images/edits", [this](HttpRequest r, std::shared_ptr<ResponseWriter> w) {
     service_.Images(std::move(r), std::move(w), /*edit=*/true);
   });
+  server.RouteStreaming(HttpMethod::kPost, "/v1/audio/transcriptions",
+                        [this](HttpRequest r, std::shared_ptr<ResponseWriter> w) {
+                          service_.Transcriptions(std::move(r), std::move(w));
+                        });
   // Blocks on the gateway: on the worker pool.
   server.Route(HttpMethod::kGet, "/v1/models", [this](const HttpRequest& r) { return service_.Models(r); });
   if (store_ != nullptr && signer_ != nullptr) {

@@ -11,6 +11,7 @@
 #include "net/response_relay.h"
 #include "services/orchestrator/image_answer.h"
 #include "services/orchestrator/images_api.h"
+#include "services/orchestrator/transcriptions_api.h"
 
 namespace omni::orchestrator {
 namespace {
@@ -29,32 +30,30 @@ std::string_view PoolFor(ContentKind kind) {
   return "encoder";
 }
 
-// The first media part no encoder pool serves, refused: audio and video
-// (omniserve has no encoders for them yet), and images when the deployment
-// names no vision encoder.
+// The first media part no encoder pool serves, refused (before anything is
+// fetched; the media stage checks again once the bytes say what they are).
 Status RefuseUnservedMedia(const openai::ChatRequest& request, const MediaStage& media) {
   for (const openai::MediaPart& part : request.media) {
     if (media.Serves(part.kind)) continue;
     const std::string param =
         "messages[" + std::to_string(part.message_index) + "].content[" + std::to_string(part.part_index) + "]";
-    const bool image = part.kind == ContentKind::kImage;
+    const bool audio = part.kind == ContentKind::kAudio;
     return InvalidArgument(param + " is an " + part.part_type + " part, which needs a " +
-                           std::string(PoolFor(part.kind)) + " pool; this deployment has none (" +
-                           (image ? "media.vision_encoder is not configured" : "omniserve has no " +
-                                                                                   std::string(PoolFor(part.kind)) +
-                                                                                   " yet") +
-                           "), so send text only")
+                           std::string(PoolFor(part.kind)) + " pool; this deployment has none (media." +
+                           (audio ? "audio_encoder" : "vision_encoder") + " is not configured)")
         .WithParam(param)
         .WithErrorCode("media_pool_missing");
   }
   return Status::Ok();
 }
 
-// The chat body with each media part's URL replaced by `uris` (in the
-// order of request.media). The body parsed once already, so this cannot fail
-// on its syntax.
+// The chat body with each media part replaced by a reference to its
+// embedding object, as the part the LLM server takes for the medium's class
+// ({"type": "audio_url", "audio_url": {"url": URI}} for an input_audio
+// part; an image_url part holding a video becomes a video_url part). The
+// body parsed once already, so this cannot fail on its syntax.
 StatusOr<std::string> WithMediaUris(const std::string& body, const openai::ChatRequest& request,
-                                    const std::vector<std::string>& uris) {
+                                    const std::vector<ResolvedMedium>& resolved) {
   // Ordered: the client's key order survives, so the LLM's prompt (and the
   // gateway's prefix scoring) sees the request as it was written.
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(body, nullptr, false);
@@ -62,11 +61,11 @@ StatusOr<std::string> WithMediaUris(const std::string& body, const openai::ChatR
   for (size_t i = 0; i < request.media.size(); ++i) {
     const openai::MediaPart& part = request.media[i];
     nlohmann::ordered_json& content = j["messages"][part.message_index]["content"][part.part_index];
-    nlohmann::ordered_json& media = content[part.part_type];
-    if (media.is_object()) {
-      media["url"] = uris[i];
+    const std::string type = std::string(media::MediaClassName(resolved[i].cls)) + "_url";
+    if (type == part.part_type && content[part.part_type].is_object()) {
+      content[part.part_type]["url"] = resolved[i].uri;  // other fields ("detail") kept
     } else {
-      media = {{"url", uris[i]}};
+      content = {{"type", type}, {type, {{"url", resolved[i].uri}}}};
     }
   }
   return j.dump();
@@ -194,6 +193,52 @@ void OrchestratorService::Chat(HttpRequest request, std::shared_ptr<ResponseWrit
   }
 }
 
+void OrchestratorService::Transcriptions(HttpRequest request, std::shared_ptr<ResponseWriter> writer) {
+  // Parsing decodes the audio (to check it and learn its duration): off the
+  // io thread, counted with the requests in their media stage.
+  if (media_pending_.fetch_add(1) >= config_.media.max_pending) {
+    media_pending_.fetch_sub(1);
+    outcomes_.rejected->Inc();
+    HttpResponse busy = ErrorResponse(
+        ResourceExhausted(fmt::format("{} requests with media are being prepared (media.max_pending); retry later",
+                                      config_.media.max_pending))
+            .WithErrorCode("orchestrator_busy"));
+    busy.headers.Set("retry-after", "1");
+    writer->Send(std::move(busy));
+    return;
+  }
+  auto shared = std::make_shared<HttpRequest>(std::move(request));
+  const bool posted = media_requests_.Post([this, shared, writer]() mutable {
+    StatusOr<TranscriptionRequest> t =
+        ParseTranscriptionRequest(shared->headers.GetOr("content-type", ""), shared->body, TranscriptionLimits{});
+    media_pending_.fetch_sub(1);
+    if (t.ok() && config_.media.audio_encoder.empty()) {
+      t = InvalidArgument("this deployment transcribes no audio: media.audio_encoder is not configured")
+              .WithErrorCode("media_pool_missing");
+    }
+    std::string model = t.ok() ? t->model : std::string();
+    if (t.ok() && model.empty()) {
+      model = config_.images.llm_model;
+      if (model.empty()) {
+        t = InvalidArgument("'model' is required: this deployment names no default (images.llm_model)")
+                .WithParam("model");
+      }
+    }
+    if (!t.ok()) {
+      outcomes_.rejected->Inc();
+      log::RequestLog(shared->request_id).Info("orchestrator: transcriptions: refused: {}", t.status().message());
+      writer->Send(ErrorResponse(t.status()));
+      return;
+    }
+    shared->body = TranscriptionChatBody(*t, model);
+    Chat(std::move(*shared), MakeTranscriptionAnswerWriter(std::move(writer), t->format, t->seconds, t->language));
+  });
+  if (!posted) {
+    media_pending_.fetch_sub(1);
+    writer->Send(ErrorResponse(ShuttingDown()));
+  }
+}
+
 void OrchestratorService::Images(HttpRequest request, std::shared_ptr<ResponseWriter> writer, bool edit) {
   StatusOr<ImagesRequest> images =
       edit ? ParseImagesEditRequest(request.headers.GetOr("content-type", ""), request.body)
@@ -258,9 +303,10 @@ void OrchestratorService::ResolveMediaAndForward(const HttpRequest& request, con
                                                  std::shared_ptr<ResponseWriter> writer) {
   const log::RequestLog log(request.request_id);
   // Queued when the drain deadline passed: answered, not worked on.
-  StatusOr<std::vector<std::string>> uris =
-      stopping_.load() ? StatusOr<std::vector<std::string>>(ShuttingDown()) : media_.Resolve(parsed, request.request_id);
-  StatusOr<std::string> body = uris.ok() ? WithMediaUris(request.body, parsed, *uris) : uris.status();
+  StatusOr<std::vector<ResolvedMedium>> resolved = stopping_.load()
+                                                      ? StatusOr<std::vector<ResolvedMedium>>(ShuttingDown())
+                                                      : media_.Resolve(parsed, request.request_id);
+  StatusOr<std::string> body = resolved.ok() ? WithMediaUris(request.body, parsed, *resolved) : resolved.status();
   if (!body.ok()) {
     const StatusCode code = body.status().code();
     const bool client_fault = code == StatusCode::kInvalidArgument || code == StatusCode::kPayloadTooLarge ||

@@ -95,6 +95,9 @@ class OrchestratorService {
   // POST /v1/images/generations (`edit` false) and /v1/images/edits: the
   // Images API as a chat request with the image tool forced (images_api.h).
   void Images(HttpRequest request, std::shared_ptr<ResponseWriter> writer, bool edit);
+  // POST /v1/audio/transcriptions: the Transcriptions API as a chat request
+  // with the audio and a transcription instruction (transcriptions_api.h).
+  void Transcriptions(HttpRequest request, std::shared_ptr<ResponseWriter> writer);
   // GET /v1/models: the gateway's list (every pool's models), relayed.
   HttpResponse Models(const HttpRequest& request);
 
