@@ -245,16 +245,12 @@ test('errors: precise 4xx OpenAI errors, and the stack keeps serving', async () 
     model, messages: user, tools: [{ type: 'function', function: { name: 'known' } }],
     tool_choice: { type: 'function', function: { name: 'unknown' } },
   }), (e) => e instanceof OpenAI.BadRequestError && e.param === 'tool_choice.function.name');
-  // Audio parts: no encoder pool serves them yet; the error names the part
-  // and the pool it needs.
-  for (const [part, pool] of [
-    [{ type: 'input_audio', input_audio: { data: 'UklGRiQAAABXQVZF', format: 'wav' } }, 'audio encoder pool']]) {
-    await assert.rejects(client.chat.completions.create({
-      model, messages: [{ role: 'user', content: [{ type: 'text', text: 'what is this?' }, part] }],
-    }), (e) => e instanceof OpenAI.BadRequestError && e.param === 'messages[0].content[1]' &&
-      e.code === 'media_pool_missing' && e.message.includes(pool) && e.message.includes(part.type),
-    `expected a 400 naming ${part.type} and the ${pool}`);
-  }
+  // An audio part whose WAV holds no samples: the audio encoder's 400, naming the part.
+  await assert.rejects(client.chat.completions.create({
+    model, messages: [{ role: 'user', content: [{ type: 'text', text: 'what is this?' },
+      { type: 'input_audio', input_audio: { data: 'UklGRiQAAABXQVZF', format: 'wav' } }] }],
+  }), (e) => e instanceof OpenAI.BadRequestError && e.param === 'messages[0].content[1]',
+  'expected a 400 naming the input_audio part');
   // An oversize body (a Content-Length over the 64 MiB limit): 413 before
   // the body is read, and nothing else breaks.
   const head = await rawExchange(`POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n` +
@@ -321,7 +317,7 @@ test('images: bad media get precise 4xx errors naming the part, and the stack ke
     [dataUrl(image('media/truncated.gif')), 400, /GIF image is corrupt/],
     [dataUrl(image('media/bomb.png')), 413, /100000x100000 pixels/],
     ['data:image/jpeg;base64,', 400, /empty/],
-    [dataUrl(image('media/text.jpg')), 415, /not an image \(text\)/],
+    [dataUrl(image('media/text.jpg')), 415, /not an image or a video \(text\)/],
     [dataUrl(image('media/image.bmp')), 415, /BMP images are not supported/],
     ['file:///etc/passwd', 400, /not allowed|file/],
     ['http://169.254.169.254/latest/meta-data', 400, /not allowed/],

@@ -165,6 +165,16 @@ void OrchestratorService::Chat(HttpRequest request, std::shared_ptr<ResponseWrit
     return;
   }
   // Fetching and encoding block: off the io thread, a bounded number at once.
+  auto shared_request = std::make_shared<HttpRequest>(std::move(request));
+  auto shared_parsed = std::make_shared<openai::ChatRequest>(std::move(parsed).value());
+  RunMediaTask(shared_request->request_id, writer, [this, shared_request, shared_parsed, writer]() -> MediaThen {
+    ResolveMediaAndForward(*shared_request, *shared_parsed, writer);
+    return nullptr;
+  });
+}
+
+void OrchestratorService::RunMediaTask(const std::string& request_id, const std::shared_ptr<ResponseWriter>& writer,
+                                       std::function<MediaThen()> task) {
   if (media_pending_.fetch_add(1) >= config_.media.max_pending) {
     media_pending_.fetch_sub(1);
     outcomes_.rejected->Inc();
@@ -176,16 +186,16 @@ void OrchestratorService::Chat(HttpRequest request, std::shared_ptr<ResponseWrit
     writer->Send(std::move(busy));
     return;
   }
-  auto shared_request = std::make_shared<HttpRequest>(std::move(request));
-  auto shared_parsed = std::make_shared<openai::ChatRequest>(std::move(parsed).value());
-  const bool posted = media_requests_.Post([this, shared_request, shared_parsed, writer]() {
+  const bool posted = media_requests_.Post([this, request_id, writer, task = std::move(task)]() {
+    MediaThen then;
     try {
-      ResolveMediaAndForward(*shared_request, *shared_parsed, writer);
+      then = task();
     } catch (const std::exception& e) {  // bad_alloc: answered, and the slot given back
-      OMNI_LOG(kError, "request_id={} orchestrator: media stage: {}", shared_request->request_id, e.what());
+      OMNI_LOG(kError, "request_id={} orchestrator: media stage: {}", request_id, e.what());
       writer->Send(ErrorResponse(Internal("the orchestrator could not prepare the request's media")));
     }
     media_pending_.fetch_sub(1);
+    if (then) then();
   });
   if (!posted) {
     media_pending_.fetch_sub(1);
@@ -195,23 +205,12 @@ void OrchestratorService::Chat(HttpRequest request, std::shared_ptr<ResponseWrit
 
 void OrchestratorService::Transcriptions(HttpRequest request, std::shared_ptr<ResponseWriter> writer) {
   // Parsing decodes the audio (to check it and learn its duration): off the
-  // io thread, counted with the requests in their media stage.
-  if (media_pending_.fetch_add(1) >= config_.media.max_pending) {
-    media_pending_.fetch_sub(1);
-    outcomes_.rejected->Inc();
-    HttpResponse busy = ErrorResponse(
-        ResourceExhausted(fmt::format("{} requests with media are being prepared (media.max_pending); retry later",
-                                      config_.media.max_pending))
-            .WithErrorCode("orchestrator_busy"));
-    busy.headers.Set("retry-after", "1");
-    writer->Send(std::move(busy));
-    return;
-  }
+  // io thread, counted with the requests in their media stage; the chat
+  // request it becomes takes a slot of its own after this one is given back.
   auto shared = std::make_shared<HttpRequest>(std::move(request));
-  const bool posted = media_requests_.Post([this, shared, writer]() mutable {
+  RunMediaTask(shared->request_id, writer, [this, shared, writer]() -> MediaThen {
     StatusOr<TranscriptionRequest> t =
         ParseTranscriptionRequest(shared->headers.GetOr("content-type", ""), shared->body, TranscriptionLimits{});
-    media_pending_.fetch_sub(1);
     if (t.ok() && config_.media.audio_encoder.empty()) {
       t = InvalidArgument("this deployment transcribes no audio: media.audio_encoder is not configured")
               .WithErrorCode("media_pool_missing");
@@ -228,15 +227,13 @@ void OrchestratorService::Transcriptions(HttpRequest request, std::shared_ptr<Re
       outcomes_.rejected->Inc();
       log::RequestLog(shared->request_id).Info("orchestrator: transcriptions: refused: {}", t.status().message());
       writer->Send(ErrorResponse(t.status()));
-      return;
+      return nullptr;
     }
     shared->body = TranscriptionChatBody(*t, model);
-    Chat(std::move(*shared), MakeTranscriptionAnswerWriter(std::move(writer), t->format, t->seconds, t->language));
+    return [this, shared, writer, format = t->format, seconds = t->seconds, language = t->language]() {
+      Chat(std::move(*shared), MakeTranscriptionAnswerWriter(writer, format, seconds, language));
+    };
   });
-  if (!posted) {
-    media_pending_.fetch_sub(1);
-    writer->Send(ErrorResponse(ShuttingDown()));
-  }
 }
 
 void OrchestratorService::Images(HttpRequest request, std::shared_ptr<ResponseWriter> writer, bool edit) {

@@ -141,6 +141,13 @@ class OrchestratorService {
   // Sends `body` to the gateway's chat endpoint and relays the answer.
   void Forward(const HttpRequest& request, std::string body, std::shared_ptr<ResponseWriter> writer);
   // On a media worker: the media parts resolved, then Forward.
+  // What a media task leaves to run once its slot is given back (may be empty).
+  using MediaThen = std::function<void()>;
+  // Runs `task` on the media worker pool within media.max_pending requests
+  // at once (429 orchestrator_busy beyond, 503 when shutting down), then what
+  // it returns, after its slot is given back.
+  void RunMediaTask(const std::string& request_id, const std::shared_ptr<ResponseWriter>& writer,
+                    std::function<MediaThen()> task);
   void ResolveMediaAndForward(const HttpRequest& request, const openai::ChatRequest& parsed,
                               std::shared_ptr<ResponseWriter> writer);
   // With image generation configured: `writer` behind an ImageAnswerWriter
