@@ -31,6 +31,15 @@ std::string MetaValue(const ObjectMetadata& meta, std::string_view name) {
   return {};
 }
 
+// The ViT's resize and patch grid, which images and videos record alike.
+void AppendGridMetadata(const EncodeResult& r, ObjectMetadata* meta) {
+  meta->insert(meta->end(), {{"resized-width", std::to_string(r.resized_width)},
+                             {"resized-height", std::to_string(r.resized_height)},
+                             {"grid-t", std::to_string(r.grid.t)},
+                             {"grid-h", std::to_string(r.grid.h)},
+                             {"grid-w", std::to_string(r.grid.w)}});
+}
+
 bool ParseSeconds(const std::string& s, double* out) {
   if (s.empty() || s.size() > 24 || s.find_first_not_of("0123456789.") != std::string::npos) return false;
   char* end = nullptr;
@@ -44,6 +53,12 @@ bool ParseInt(const std::string& s, int64_t* out) {
   return true;
 }
 
+bool ParseGridMetadata(const ObjectMetadata& m, EncodeResult* r) {
+  return ParseInt(MetaValue(m, "resized-width"), &r->resized_width) &&
+         ParseInt(MetaValue(m, "resized-height"), &r->resized_height) &&
+         ParseInt(MetaValue(m, "grid-t"), &r->grid.t) && ParseInt(MetaValue(m, "grid-h"), &r->grid.h) &&
+         ParseInt(MetaValue(m, "grid-w"), &r->grid.w);
+}
 
 // OmniServe's audio encoder takes a media_url written in URL-safe base64 too
 // (normalize_media_url): decoded when it decodes to an http(s):// or s3://
@@ -120,13 +135,14 @@ std::string EncodeResultJson(const EncodeResult& r, std::string_view model) {
   j["ids"] = r.ids;
   if (r.type == "audio") {
     j["media"] = {{"type", "audio"}, {"mime", r.mime}, {"seconds", r.seconds}};
-  } else if (r.type == "video") {
-    j["media"] = {{"type", "video"},  {"mime", r.mime},          {"seconds", r.seconds},
-                  {"frames", r.frames}, {"width", r.image_width}, {"height", r.image_height}};
-    j["resized"] = {{"width", r.resized_width}, {"height", r.resized_height}};
-    j["grid"] = {{"t", r.grid.t}, {"h", r.grid.h}, {"w", r.grid.w}};
   } else {
-    j["media"] = {{"type", "image"}, {"mime", r.mime}, {"width", r.image_width}, {"height", r.image_height}};
+    j["media"] = {{"type", r.type}, {"mime", r.mime}};
+    if (r.type == "video") {
+      j["media"]["seconds"] = r.seconds;
+      j["media"]["frames"] = r.frames;
+    }
+    j["media"]["width"] = r.image_width;
+    j["media"]["height"] = r.image_height;
     j["resized"] = {{"width", r.resized_width}, {"height", r.resized_height}};
     j["grid"] = {{"t", r.grid.t}, {"h", r.grid.h}, {"w", r.grid.w}};
   }
@@ -182,18 +198,10 @@ StatusOr<EncodeResult> EncoderService::FromStoredObject(const std::string& key, 
   } else if (r.type == "video") {
     complete = complete && ParseSeconds(MetaValue(m, "seconds"), &r.seconds) &&
                ParseInt(MetaValue(m, "frames"), &r.frames) && ParseInt(MetaValue(m, "video-width"), &r.image_width) &&
-               ParseInt(MetaValue(m, "video-height"), &r.image_height) &&
-               ParseInt(MetaValue(m, "resized-width"), &r.resized_width) &&
-               ParseInt(MetaValue(m, "resized-height"), &r.resized_height) &&
-               ParseInt(MetaValue(m, "grid-t"), &r.grid.t) && ParseInt(MetaValue(m, "grid-h"), &r.grid.h) &&
-               ParseInt(MetaValue(m, "grid-w"), &r.grid.w);
+               ParseInt(MetaValue(m, "video-height"), &r.image_height) && ParseGridMetadata(m, &r);
   } else {
     complete = complete && r.type == "image" && ParseInt(MetaValue(m, "image-width"), &r.image_width) &&
-               ParseInt(MetaValue(m, "image-height"), &r.image_height) &&
-               ParseInt(MetaValue(m, "resized-width"), &r.resized_width) &&
-               ParseInt(MetaValue(m, "resized-height"), &r.resized_height) &&
-               ParseInt(MetaValue(m, "grid-t"), &r.grid.t) && ParseInt(MetaValue(m, "grid-h"), &r.grid.h) &&
-               ParseInt(MetaValue(m, "grid-w"), &r.grid.w);
+               ParseInt(MetaValue(m, "image-height"), &r.image_height) && ParseGridMetadata(m, &r);
   }
   if (!complete) return NotFound("the stored object carries no description");
   r.mime = MetaValue(m, "mime");
@@ -222,15 +230,11 @@ StatusOr<models::VisionEncoding> EncoderService::EncodeImage(const media::Fetche
   *meta = {
       {"image-width", std::to_string(r->image_width)},
       {"image-height", std::to_string(r->image_height)},
-      {"resized-width", std::to_string(r->resized_width)},
-      {"resized-height", std::to_string(r->resized_height)},
-      {"grid-t", std::to_string(r->grid.t)},
-      {"grid-h", std::to_string(r->grid.h)},
-      {"grid-w", std::to_string(r->grid.w)},
       // A generic name: the object is shared by every request that sends
       // these bytes, so it carries nothing from one client's URL.
       {"filename", "image." + std::string(media::MediaKindInfo(info.kind).extension)},
   };
+  AppendGridMetadata(*r, meta);
   return e;
 }
 
@@ -259,13 +263,9 @@ StatusOr<models::VisionEncoding> EncoderService::EncodeVideo(const media::Fetche
       {"frames", std::to_string(r->frames)},
       {"video-width", std::to_string(r->image_width)},
       {"video-height", std::to_string(r->image_height)},
-      {"resized-width", std::to_string(r->resized_width)},
-      {"resized-height", std::to_string(r->resized_height)},
-      {"grid-t", std::to_string(r->grid.t)},
-      {"grid-h", std::to_string(r->grid.h)},
-      {"grid-w", std::to_string(r->grid.w)},
       {"filename", "video." + std::string(kind.extension)},
   };
+  AppendGridMetadata(*r, meta);
   return e;
 }
 
