@@ -188,3 +188,10 @@ test('bad audio and video get precise 4xx errors naming the part, and the stack 
   const still = await client.chat.completions.create({ model, max_tokens: 2, messages: [{ role: 'user', content: 'Hi' }] });
   assert.equal(still.object, 'chat.completion');
 });
+
+test('SIGTERM stops the stack, the audio encoder with it, with exit code 0', async () => {
+  const { code, signal } = await stack.stop();
+  assert.equal(signal, null, stack.log);
+  assert.equal(code, 0, stack.log);
+  assert.match(stack.log, /up: stopped/);
+});

@@ -101,12 +101,17 @@ export class Stack {
     return this.withTimeout(this.exit, EXIT_WAIT_MS, 'waiting for up to exit');
   }
 
-  // For `after`: SIGKILL if still running, and the data directory removed.
-  // With E2E_LOG_DIR set, up's whole log is kept there.
+  // For `after`: if up still runs, SIGTERM (so it stops its children: a
+  // SIGKILLed up leaves them running, holding the test's output pipes open
+  // and the test process with them), SIGKILL only if it does not exit in
+  // time; then the data directory removed. With E2E_LOG_DIR set, up's whole
+  // log is kept there.
   async dispose() {
     if (this.up && this.up.exitCode === null && this.up.signalCode === null) {
-      this.up.kill('SIGKILL');
+      this.up.kill('SIGTERM');
+      const timer = setTimeout(() => this.up.kill('SIGKILL'), EXIT_WAIT_MS);
       await this.exit;
+      clearTimeout(timer);
     }
     if (process.env.E2E_LOG_DIR) writeFileSync(path.join(process.env.E2E_LOG_DIR, `up-${process.pid}.log`), this.log);
     rmSync(this.workDir, { recursive: true, force: true });
