@@ -65,4 +65,15 @@ std::optional<std::string> Base64Decode(std::string_view text) {
   return out;
 }
 
+std::optional<std::string> Base64UrlDecode(std::string_view text) {
+  std::string standard(text);
+  for (char& c : standard) {
+    if (c == '+' || c == '/') return std::nullopt;  // the other alphabet
+    if (c == '-') c = '+';
+    if (c == '_') c = '/';
+  }
+  standard.append((4 - standard.size() % 4) % 4, '=');
+  return Base64Decode(standard);
+}
+
 }  // namespace omni

@@ -16,6 +16,10 @@ std::string Base64Encode(std::string_view bytes);
 // strings carry none). nullopt on anything else.
 std::optional<std::string> Base64Decode(std::string_view text);
 
+// The URL-safe alphabet (RFC 4648 section 5: '-' and '_' for '+' and '/'),
+// padding optional, otherwise as strict as Base64Decode.
+std::optional<std::string> Base64UrlDecode(std::string_view text);
+
 // The decoded length of valid input of this length, at most; lets callers
 // refuse oversize input before decoding it.
 inline size_t Base64DecodedSizeBound(size_t text_size) { return (text_size + 3) / 4 * 3; }

@@ -22,6 +22,15 @@ TEST(Base64, BinaryRoundTrip) {
   EXPECT_EQ(Base64Decode(Base64Encode(all)), all);
 }
 
+TEST(Base64, UrlSafeAlphabet) {
+  // "\xfb\xff" is "+/8=" in the standard alphabet, "-_8" in the URL-safe one.
+  EXPECT_EQ(Base64UrlDecode("-_8"), std::string("\xfb\xff"));
+  EXPECT_EQ(Base64UrlDecode("-_8="), std::string("\xfb\xff"));
+  EXPECT_EQ(Base64UrlDecode("aHR0cHM6Ly9h"), "https://a");
+  EXPECT_FALSE(Base64UrlDecode("+/8=").has_value());
+  EXPECT_FALSE(Base64UrlDecode("a").has_value());
+}
+
 TEST(Base64, StrictDecoding) {
   EXPECT_EQ(Base64Decode("Zm9vYg"), std::optional<std::string>("foob"));  // unpadded
   for (const char* bad : {"Zg=", "Z", "Zm9v=", "Zh==", "Zm9=", "Zm 9v", "Zm9v\n", "Zm-v", "Zm_v", "===="}) {

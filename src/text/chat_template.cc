@@ -68,7 +68,10 @@ std::string MediaDurationText(std::string_view seconds) {
   const std::string text(seconds);
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value) || value < 0) return {};
+  if (text.empty() || text[0] < '0' || text[0] > '9' || end != text.c_str() + text.size() || !std::isfinite(value) ||
+      value < 0) {
+    return {};
+  }
   char out[32];
   std::snprintf(out, sizeof(out), "%.2f", value);
   return out;

@@ -23,6 +23,13 @@ std::string Render(const std::vector<ChatMessage>& messages, const std::vector<T
   return r.ok() ? r->text : "";
 }
 
+TEST(MediaDurationText, TwoDecimalsOfAFiniteNonNegativeNumber) {
+  EXPECT_EQ(MediaDurationText("3.000000"), "3.00");
+  EXPECT_EQ(MediaDurationText("1.375"), "1.38");
+  EXPECT_EQ(MediaDurationText("0"), "0.00");
+  for (const char* bad : {"", "-1", "nan", "inf", "3s", " 3", "1e999"}) EXPECT_EQ(MediaDurationText(bad), "") << bad;
+}
+
 TEST(ChatTemplate, TextTurnsAndGenerationPrompt) {
   std::vector<ChatMessage> m = {Msg(Role::kSystem, {Text("You are helpful.")}), Msg(Role::kUser, {Text("Hi")})};
   EXPECT_EQ(Render(m),
@@ -98,6 +105,19 @@ TEST(ChatTemplate, ImageAudioVideoBlocksAndPlaceholders) {
       {PlaceholderKind::kImage, "<|IMAGE_PAD|>", 1, 2, 2},
   };
   ASSERT_EQ(r->placeholders.size(), want.size());
+  // With the measured durations the hints carry them and no duration placeholder is left.
+  {
+    std::vector<ChatMessage> timed = m;
+    for (ContentPart& p : timed[2].parts) {
+      if (p.kind == ContentKind::kAudio || p.kind == ContentKind::kVideo) p.duration = MediaDurationText("3.000000");
+    }
+    auto t = RenderChatPrompt(timed, {}, ChatTemplateOptions{.add_generation_prompt = true});
+    ASSERT_TRUE(t.ok());
+    EXPECT_NE(t->text.find("{\"audio_duration\": \"3.00\"}"), std::string::npos) << t->text;
+    EXPECT_NE(t->text.find("{\"video_duration\": \"3.00\"}"), std::string::npos) << t->text;
+    EXPECT_EQ(t->text.find("meta_duration"), std::string::npos);
+    EXPECT_EQ(t->placeholders.size(), want.size() - 2);
+  }
   size_t search_from = 0;
   for (size_t i = 0; i < want.size(); ++i) {
     const MediaPlaceholder& p = r->placeholders[i];

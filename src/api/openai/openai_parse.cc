@@ -228,12 +228,9 @@ StatusOr<std::string> InlineAudioUrl(const Json& part, const std::string& param)
   if (IsRemoteUrl(text)) return text;
   // A URL in base64 is short; audio bytes are not tried.
   if (text.size() <= 8192) {
-    std::string standard = text;
-    for (char& c : standard) c = c == '-' ? '+' : c == '_' ? '/' : c;
-    standard.append((4 - standard.size() % 4) % 4, '=');
-    if (std::optional<std::string> decoded = Base64Decode(standard); decoded && IsRemoteUrl(*decoded)) {
-      return *decoded;
-    }
+    std::optional<std::string> decoded = Base64Decode(text);
+    if (!decoded) decoded = Base64UrlDecode(text);
+    if (decoded && IsRemoteUrl(*decoded)) return *decoded;
   }
   const Json* format = Find(*audio, "format");
   if (format == nullptr || !format->is_string()) return TypeError(param + ".input_audio.format", "a string");

@@ -65,13 +65,7 @@ bool ParseGridMetadata(const ObjectMetadata& m, EncodeResult* r) {
 // URL, else kept as it is.
 std::string UrlFromUrlSafeBase64(const std::string& url) {
   if (url.find("://") != std::string::npos || url.starts_with("data:")) return url;
-  std::string standard = url;
-  for (char& c : standard) {
-    if (c == '-') c = '+';
-    if (c == '_') c = '/';
-  }
-  standard.append((4 - standard.size() % 4) % 4, '=');
-  std::optional<std::string> decoded = Base64Decode(standard);
+  std::optional<std::string> decoded = Base64UrlDecode(url);
   if (decoded && (decoded->starts_with("http://") || decoded->starts_with("https://") ||
                   decoded->starts_with("s3://"))) {
     return *decoded;
