@@ -184,6 +184,13 @@ test('bad audio and video get precise 4xx errors naming the part, and the stack 
   await fails(ask({ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav;base64,xx' } }), 400, /format/);
   await fails(ask({ type: 'video_url', video_url: { url: `data:video/mp4;base64,${fixture('media/video/audio_only.mp4').toString('base64')}` } }),
     415, /no video stream|video/);
+  await fails(ask(audioPart(fixture('media/audio/unsupported_wavpack.mkv'), 'mkv')), 415, /codec|wavpack/i);
+  // A WebM/Opus recording (it sniffs as a video container) is audio in an audio part.
+  const webm = await ask(audioPart(fixture('media/audio/stereo_48k_opus.webm'), 'webm'));
+  assert.equal(webm.object, 'chat.completion');
+  const mp4 = fixture('media/video/clip10s_10fps.mp4');
+  await fails(ask({ type: 'video_url', video_url: { url: `data:video/mp4;base64,${mp4.subarray(0, mp4.length >> 1).toString('base64')}` } }),
+    400, /truncated|corrupt/);
   await fails(client.audio.transcriptions.create({ model, file: await toFile(png, 'x.png') }), 415, /image/);
   const still = await client.chat.completions.create({ model, max_tokens: 2, messages: [{ role: 'user', content: 'Hi' }] });
   assert.equal(still.object, 'chat.completion');

@@ -132,21 +132,28 @@ StatusOr<ResolvedMedium> MediaStage::ResolvePart(const openai::MediaPart& part, 
                   fmt::format("the {} part's data is not {} ({})", part.part_type, wanted,
                               media::DescribeUnknownBytes(medium.bytes)));
   }
-  if (audio_part != (kind.cls == media::MediaClass::kAudio)) {
+  // An audio part may hold a video container (its soundtrack is the audio:
+  // WebM/Opus and Matroska recordings sniff as video); an image or video
+  // part never holds audio.
+  const bool fits = audio_part ? kind.cls != media::MediaClass::kImage : kind.cls != media::MediaClass::kAudio;
+  if (!fits) {
     return Status(StatusCode::kUnsupportedMedia,
                   fmt::format("the {} part's data is {} ({}); send {} in this part", part.part_type,
                               media::MediaClassName(kind.cls), kind.name, wanted));
   }
-  const Encoder encoder = kind.cls == media::MediaClass::kAudio
-                              ? Encoder{config_.media.audio_encoder, "audio encoder"}
-                              : Encoder{config_.media.vision_encoder, "vision encoder"};
+  const media::MediaClass cls = audio_part ? media::MediaClass::kAudio : kind.cls;
+  const Encoder encoder = cls == media::MediaClass::kAudio ? Encoder{config_.media.audio_encoder, "audio encoder"}
+                                                            : Encoder{config_.media.vision_encoder, "vision encoder"};
   if (encoder.model.empty()) {
     return InvalidArgument(fmt::format("the {} part's data is {} ({}), which needs a {} pool; this deployment has "
                                        "none (media.{} is not configured)",
                                        part.part_type, media::MediaClassName(kind.cls), kind.name, encoder.name,
-                                       kind.cls == media::MediaClass::kAudio ? "audio_encoder" : "vision_encoder"))
+                                       cls == media::MediaClass::kAudio ? "audio_encoder" : "vision_encoder"))
         .WithErrorCode("media_pool_missing");
   }
+  // The same bytes may go to either encoder (a WebM as input_audio and as
+  // video_url): one lookup per medium and encoder.
+  const std::string inflight_key = encoder.model + "/" + medium.sha256;
   // One lookup per distinct medium at a time: a part whose bytes are being
   // looked up or encoded already waits for that answer.
   std::promise<StatusOr<ResolvedMedium>> mine;
@@ -154,7 +161,7 @@ StatusOr<ResolvedMedium> MediaStage::ResolvePart(const openai::MediaPart& part, 
   bool leader = false;
   {
     std::lock_guard lock(inflight_mu_);
-    auto [it, inserted] = inflight_.try_emplace(medium.sha256);
+    auto [it, inserted] = inflight_.try_emplace(inflight_key);
     if (inserted) it->second = mine.get_future().share();
     shared = it->second;
     leader = inserted;
@@ -173,7 +180,7 @@ StatusOr<ResolvedMedium> MediaStage::ResolvePart(const openai::MediaPart& part, 
   try {
     StatusOr<std::string> uri = LookUpOrEncode(medium, encoder, request_id, deadline);
     if (uri.ok()) {
-      r = ResolvedMedium{std::move(uri).value(), kind.cls};
+      r = ResolvedMedium{std::move(uri).value(), cls};
     } else {
       r = uri.status();
     }
@@ -182,7 +189,7 @@ StatusOr<ResolvedMedium> MediaStage::ResolvePart(const openai::MediaPart& part, 
   }
   {
     std::lock_guard lock(inflight_mu_);
-    inflight_.erase(medium.sha256);
+    inflight_.erase(inflight_key);
   }
   mine.set_value(r);
   return r;

@@ -9,8 +9,9 @@
 //   route    by what the bytes are, not by the part's type: images and
 //            videos to the vision encoder pool (an image_url holding an mp4
 //            is a video), audio to the audio encoder pool; an audio part
-//            (input_audio, audio_url) must hold audio, an image or video
-//            part an image or a video (415 otherwise)
+//            (input_audio, audio_url) must hold audio or a container with a
+//            soundtrack (WebM/Opus recordings sniff as video), an image or
+//            video part an image or a video (415 otherwise)
 //   lookup   HEAD emb/<encoder model>/<sha256>.safetensors: present -> done,
 //            no encoder call
 //   encode   the bytes are written once to media/<sha256>.<ext> in the store
@@ -106,7 +107,7 @@ class MediaStage {
   HistogramFamily* seconds_;      // by stage: fetch, encode
   std::atomic<bool> stopping_{false};
   std::mutex inflight_mu_;
-  std::unordered_map<std::string, Shared> inflight_;  // by sha256: lookups running; guarded by inflight_mu_
+  std::unordered_map<std::string, Shared> inflight_;  // by encoder/sha256: lookups running; guarded by inflight_mu_
   ThreadPool pool_;               // one task per part; declared last: joined first
 };
 
