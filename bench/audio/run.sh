@@ -4,7 +4,8 @@
 # 1. audio_bench: the log-mel of a 30 s clip (one thread), the `bench` audio
 #    encoder (released widths, 4 + 2 layers) on 30 s: time per branch, real-time
 #    factor and fraction of the bf16 GEMM rate; DecodeVideo on a 640x360 h264
-#    clip of 20 s at 30 fps (made here with ffmpeg).
+#    clip of 20 s at 30 fps (made here with ffmpeg), and the ffmpeg CLI decoding
+#    every frame of it.
 # 2. torchaudio's log-mel of the same 30 s signal, 1 thread and every core
 #    (bench/audio/torch_logmel.py).
 # 3. The served audio encoder (`omniserve encoder --modality audio`, the
@@ -19,6 +20,10 @@ threads="$(nproc)"
 
 ffmpeg -loglevel error -f lavfi -i testsrc2=size=640x360:rate=30 -t 20 -c:v libx264 -pix_fmt yuv420p "$work/clip.mp4"
 OMNI_BENCH_VIDEO="$work/clip.mp4" "$build/bench/audio/audio_bench" --benchmark_counters_tabular=true
+# The peer for video decoding: the ffmpeg CLI decoding every frame of the same clip (no scaling).
+for _ in 1 2 3; do
+  ffmpeg -hide_banner -nostats -benchmark -i "$work/clip.mp4" -f null - 2>&1 | grep -o 'rtime=[0-9.]*s' | sed 's/^/ffmpeg decode of every frame (600): /'
+done
 
 /usr/bin/python3 "$(dirname "$0")/torch_logmel.py" 1
 /usr/bin/python3 "$(dirname "$0")/torch_logmel.py" "$threads"
