@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "models/audio_decoder/demo_audio_decoder.h"
 #include "models/audio_encoder/demo_audio_encoder.h"
 #include "models/hyperclovax/demo_model.h"
 #include "models/omni_vision/demo_vision_encoder.h"
@@ -105,13 +106,25 @@ Status WriteVisionDecoder(const DemoModelFlags& flags) {
   return models::WriteDemoVisionDecoder(spec, flags.out);
 }
 
+// The audio decoder: tiny for `demo`, BigVGAN-v2's widths for `bench`.
+Status WriteAudioDecoder(const DemoModelFlags& flags) {
+  if (flags.preset != "demo" && flags.preset != "bench") {
+    return InvalidArgument("unknown preset '" + flags.preset + "' for the audio decoder (demo, bench)")
+        .WithParam("preset");
+  }
+  models::DemoAudioDecoderSpec spec =
+      flags.preset == "bench" ? models::BenchAudioDecoderSpec() : models::DemoAudioDecoderSpec{};
+  if (flags.seed != 0) spec.seed = flags.seed;
+  return models::WriteDemoAudioDecoder(spec, flags.out);
+}
+
 }  // namespace
 
 CLI::App* AddDemoModelCommand(CLI::App& app, DemoModelFlags* flags) {
   CLI::App* cmd = app.add_subcommand("make-demo-model",
                                      "write tiny random-weight component folders with the real schema");
   cmd->add_option("--component", flags->component, "component to write")
-      ->check(CLI::IsMember({"llm", "ve", "ae", "vd"}))
+      ->check(CLI::IsMember({"llm", "ve", "ae", "vd", "ad"}))
       ->capture_default_str();
   cmd->add_option("--out", flags->out, "output folder (created)")->required();
   cmd->add_option("--preset", flags->preset, "demo | small | bench (every component) | llama-like | mup (llm only)")
@@ -125,6 +138,7 @@ Status WriteDemoModel(const DemoModelFlags& flags) {
   if (flags.component == "ve") return WriteVisionEncoder(flags);
   if (flags.component == "ae") return WriteAudioEncoder(flags);
   if (flags.component == "vd") return WriteVisionDecoder(flags);
+  if (flags.component == "ad") return WriteAudioDecoder(flags);
   return WriteLlm(flags);
 }
 

@@ -1,0 +1,18 @@
+// BigVGAN's anti-aliased activation as one pass per row: 2x upsampling with a
+// low-pass filter, SnakeBeta, 2x low-pass downsampling. The front end is
+// ops/anti_alias.h; this kernel trusts its shapes.
+#pragma once
+
+#include <span>
+
+#include "tensor/tensor.h"
+
+namespace omni::cpu {
+
+// x, out [B, C, T] f32 contiguous; alpha, inv_beta [C] f32 (alpha already
+// exponentiated, inv_beta = 1 / (beta + 1e-9)); filter: the 12 taps used for
+// both resamplings.
+void AntiAliasedSnake(const Tensor& x, const float* alpha, const float* inv_beta, std::span<const float> filter,
+                      const Tensor& out);
+
+}  // namespace omni::cpu

@@ -1,0 +1,85 @@
+// The Omni model's audio decoder: a unit BigVGAN vocoder. Units (the LLM's
+// <|audioN|>, 25 per second) and a speaker vector in, 24 kHz mono out,
+// exactly samples_per_unit() (960) samples per unit.
+//
+//   auto vocoder = UnitBigVgan::Load("/models/omni/ad");
+//   Tensor speaker = (*vocoder)->SpeakerRow(0);               // the table's row
+//   StatusOr<std::vector<float>> wav = (*vocoder)->Vocode(units, speaker);
+//
+// Architecture (OmniServe's BigVGAN, "finetune" speakers): x = unit_emb[u] /
+// sqrt(unit_emb_dim) concatenated over channels with the speaker vector
+// repeated in time; conv_pre (k7); per stage a transposed convolution (rate
+// u_i, channels halve) then the mean of one AMP block per resblock kernel
+// size, each block three times x += conv2(act(conv1_d(act(x)))) with BigVGAN's
+// anti-aliased SnakeBeta (ops/anti_alias.h); a last anti-aliased SnakeBeta,
+// conv_post (k7) to one channel, tanh or clamp. Every convolution carries
+// weight norm; the loader folds it (g * v / |v| per output slice) and also
+// takes the old weight_g/weight_v names and plain weights. `causal` switches
+// every convolution to left-only padding (transposed ones replicate-pad
+// ceil(k/u) - 1 inputs on the left and crop u outputs on each side); the
+// activations' resampling is symmetric in both modes, as in OmniServe's.
+//
+// Files: config.json (unit_bigvgan_config.h) and model.safetensors with the
+// generator's state-dict names (unit_emb.weight, spk_emb.weight,
+// conv_pre.conv.*, ups.{i}.0.deconv.*, resblocks.{r}.convs{1,2}.{n}.conv.*,
+// resblocks.{r}.activations.{m}.act.{alpha,beta}, activation_post.act.*,
+// conv_post.conv.*). OmniServe's released decoder is a torch pickle
+// ("generator" in a .pt); tools/convert_unit_bigvgan.py rewrites it as safetensors.
+// Compute is f32 throughout (OmniServe's default AUDIOLLM_DTYPE).
+//
+// Thread-safety: immutable after Load; Vocode/Forward are const and may run
+// concurrently.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "models/activation_callback.h"
+#include "models/audio_decoder/unit_bigvgan_config.h"
+#include "modelfile/checkpoint.h"
+#include "tensor/tensor.h"
+
+namespace omni::models {
+
+class UnitBigVgan {
+ public:
+  // Reads dir/config.json and the safetensors in dir (model.safetensors).
+  static StatusOr<std::unique_ptr<UnitBigVgan>> Load(const std::string& dir);
+  static StatusOr<std::unique_ptr<UnitBigVgan>> Load(const Checkpoint& ckpt, const UnitBigVganConfig& config);
+  ~UnitBigVgan();
+
+  const UnitBigVganConfig& config() const { return config_; }
+  int64_t samples_per_unit() const { return config_.samples_per_unit(); }
+
+  // Row `index` of the speaker table as [spk_emb_dim] f32 (finetune models);
+  // InvalidArgument past the table.
+  StatusOr<Tensor> SpeakerRow(int64_t index) const;
+
+  // One clip: units in [0, num_units) (InvalidArgument naming the first bad
+  // one), speaker [spk_emb_dim] -> units.size() * samples_per_unit() samples
+  // in [-1, 1].
+  StatusOr<std::vector<float>> Vocode(std::span<const int32_t> units, const Tensor& speaker,
+                                      const ActivationCallback* callback = nullptr) const;
+
+  // Clips of one length in one forward: units [B, T] i64 (checked by the
+  // caller), speakers [B, spk_emb_dim] f32 -> [B, T * samples_per_unit()] f32.
+  // The callback sees "conv_pre", "ups.{i}" (after the stage's AMP blocks),
+  // "activation_post" and "conv_post" ([B, C, T'] before tanh/clamp).
+  Tensor Forward(const Tensor& units, const Tensor& speakers, const ActivationCallback* callback = nullptr) const;
+
+ private:
+  struct Impl;
+  explicit UnitBigVgan(UnitBigVganConfig config);
+
+  UnitBigVganConfig config_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// int16 PCM as OmniServe writes it: (wav * 32767) truncated toward zero.
+std::vector<int16_t> ToPcm16(std::span<const float> wav);
+
+}  // namespace omni::models
