@@ -53,7 +53,8 @@ std::vector<float> KaiserSincFilter(int kernel_size, double cutoff, double half_
   return out;
 }
 
-Tensor AntiAliasedSnake(const Tensor& x, const SnakeParams& params, std::span<const float> filter) {
+Tensor AntiAliasedSnake(const Tensor& x, const SnakeParams& params, std::span<const float> filter,
+                        std::span<const int64_t> lengths) {
   OMNI_CHECK(x.rank() == 2 || x.rank() == 3) << "anti-aliased snake input [C, T] or [B, C, T]: " << x.DebugString();
   OMNI_CHECK(x.dtype() == DType::kF32 || x.dtype() == DType::kBF16) << x.DebugString();
   OMNI_CHECK(filter.size() == 12) << "the anti-aliased activation takes 12 filter taps, not " << filter.size();
@@ -71,7 +72,9 @@ Tensor AntiAliasedSnake(const Tensor& x, const SnakeParams& params, std::span<co
   const Tensor xf = x.dtype() == DType::kF32 ? x.Contiguous() : x.To(DType::kF32);
   Tensor x3 = xf.Reshape({x.rank() == 3 ? x.dim(0) : 1, c, x.dim(-1)});
   Tensor out = Tensor::Empty(x3.shape(), DType::kF32);
-  cpu::AntiAliasedSnake(x3, alpha.data(), beta.data(), filter, out);
+  OMNI_CHECK(lengths.empty() || static_cast<int64_t>(lengths.size()) == x3.dim(0)) << "one length per batch row";
+  for (int64_t len : lengths) OMNI_CHECK(len >= 0 && len <= x3.dim(2)) << "row length " << len;
+  cpu::AntiAliasedSnake(x3, alpha.data(), beta.data(), filter, lengths, out);
   out = out.Reshape(x.shape());
   return x.dtype() == DType::kF32 ? out : out.To(x.dtype());
 }

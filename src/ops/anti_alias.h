@@ -29,6 +29,10 @@ std::vector<float> KaiserSincFilter(int kernel_size, double cutoff, double half_
 
 // x [C, T] or [B, C, T] f32/bf16, T >= 1 -> the same shape and dtype.
 // params: SnakeBeta's alpha and beta [C] (beta required); filter: 12 taps.
-Tensor AntiAliasedSnake(const Tensor& x, const SnakeParams& params, std::span<const float> filter);
+// lengths: empty, or one per batch row (0..T): the row's valid prefix, which
+// is processed as if the row ended there (a batch of clips of different
+// lengths, right-padded); the output is zero past it.
+Tensor AntiAliasedSnake(const Tensor& x, const SnakeParams& params, std::span<const float> filter,
+                        std::span<const int64_t> lengths = {});
 
 }  // namespace omni::ops

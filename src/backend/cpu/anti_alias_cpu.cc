@@ -49,7 +49,7 @@ void Row(const float* in, int64_t t, float alpha, float inv_beta, const float* f
 }  // namespace
 
 void AntiAliasedSnake(const Tensor& x, const float* alpha, const float* inv_beta, std::span<const float> filter,
-                      const Tensor& out) {
+                      std::span<const int64_t> lengths, const Tensor& out) {
   const int64_t batch = x.dim(0), channels = x.dim(1), t = x.dim(2);
   const float* src = x.data<float>();
   float* dst = out.data<float>();
@@ -59,8 +59,9 @@ void AntiAliasedSnake(const Tensor& x, const float* alpha, const float* inv_beta
     std::vector<float> xp, up;
 #pragma omp for schedule(static)
     for (int64_t bc = 0; bc < batch * channels; ++bc) {
-      const int64_t c = bc % channels;
-      Row(src + bc * t, t, alpha[c], inv_beta[c], f, dst + bc * t, xp, up);
+      const int64_t c = bc % channels, len = lengths.empty() ? t : lengths[bc / channels];
+      if (len > 0) Row(src + bc * t, len, alpha[c], inv_beta[c], f, dst + bc * t, xp, up);
+      std::fill(dst + bc * t + len, dst + (bc + 1) * t, 0.f);
     }
   }
 }

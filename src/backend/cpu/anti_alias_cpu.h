@@ -11,8 +11,9 @@ namespace omni::cpu {
 
 // x, out [B, C, T] f32 contiguous; alpha, inv_beta [C] f32 (alpha already
 // exponentiated, inv_beta = 1 / (beta + 1e-9)); filter: the 12 taps used for
-// both resamplings.
+// both resamplings. lengths: empty, or per batch row the valid prefix (the
+// row ends there: padding replicates its last valid sample; out is zero past it).
 void AntiAliasedSnake(const Tensor& x, const float* alpha, const float* inv_beta, std::span<const float> filter,
-                      const Tensor& out);
+                      std::span<const int64_t> lengths, const Tensor& out);
 
 }  // namespace omni::cpu

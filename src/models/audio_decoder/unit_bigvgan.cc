@@ -147,11 +147,11 @@ struct AmpBlock {
   std::vector<WnConv> convs1, convs2;
   std::vector<Activation> acts;  // 2 per dilation: before convs1[n], before convs2[n]
 
-  Tensor Forward(Tensor x, std::span<const float> filter) const {
+  Tensor Forward(Tensor x, std::span<const float> filter, std::span<const int64_t> lengths) const {
     for (size_t n = 0; n < convs1.size(); ++n) {
-      Tensor t = ops::AntiAliasedSnake(x, acts[2 * n].snake, filter);
+      Tensor t = ops::AntiAliasedSnake(x, acts[2 * n].snake, filter, lengths);
       t = convs1[n].Forward(t);
-      t = ops::AntiAliasedSnake(t, acts[2 * n + 1].snake, filter);
+      t = ops::AntiAliasedSnake(t, acts[2 * n + 1].snake, filter, lengths);
       t = convs2[n].Forward(t);
       x = ops::Add(x, t);
     }
@@ -168,6 +168,53 @@ Status ReadFile(const std::string& path, std::string* out) {
   return Status::Ok();
 }
 
+// How far (in units, rounded up) an output sample can depend on units
+// before and after its own: every layer's reach in its own samples, over
+// the samples per unit at its rate. An anti-aliased activation reads 3
+// samples each way to upsample and 3 (at its own rate) to downsample; a
+// transposed convolution reads ceil(k / u) inputs each way (left only when
+// causal); a convolution (k - 1) * d / 2 each way, or (k - 1) * d to the
+// left when causal. A stage's AMP blocks run side by side: the widest counts.
+UnitBigVgan::Context ReceptiveField(const UnitBigVganConfig& c) {
+  double left = 0, right = 0, rate = 1;
+  auto conv = [&](int64_t k, int64_t d) {
+    const double reach = static_cast<double>((k - 1) * d);
+    left += (c.causal ? reach : reach / 2) / rate;
+    right += (c.causal ? 0 : reach / 2) / rate;
+  };
+  auto activation = [&] {
+    left += 6 / rate;
+    right += 6 / rate;
+  };
+  conv(7, 1);
+  for (size_t i = 0; i < c.upsample_rates.size(); ++i) {
+    const int64_t u = c.upsample_rates[i], k = c.upsample_kernel_sizes[i];
+    const double reach = static_cast<double>((k + u - 1) / u);
+    left += reach / rate;
+    right += (c.causal ? 0 : reach) / rate;
+    rate *= static_cast<double>(u);
+    double widest_left = 0, widest_right = 0;
+    const double base_left = left, base_right = right;
+    for (size_t j = 0; j < c.resblock_kernel_sizes.size(); ++j) {
+      left = base_left;
+      right = base_right;
+      for (int64_t d : c.resblock_dilation_sizes[j]) {
+        activation();
+        conv(c.resblock_kernel_sizes[j], d);
+        activation();
+        conv(c.resblock_kernel_sizes[j], 1);
+      }
+      widest_left = std::max(widest_left, left);
+      widest_right = std::max(widest_right, right);
+    }
+    left = widest_left;
+    right = widest_right;
+  }
+  activation();
+  conv(7, 1);
+  return {static_cast<int64_t>(std::ceil(left)) + 1, static_cast<int64_t>(std::ceil(right)) + 1};
+}
+
 }  // namespace
 
 struct UnitBigVgan::Impl {
@@ -180,7 +227,8 @@ struct UnitBigVgan::Impl {
   Activation activation_post;
 };
 
-UnitBigVgan::UnitBigVgan(UnitBigVganConfig config) : config_(std::move(config)), impl_(std::make_unique<Impl>()) {}
+UnitBigVgan::UnitBigVgan(UnitBigVganConfig config)
+    : config_(std::move(config)), context_(ReceptiveField(config_)), impl_(std::make_unique<Impl>()) {}
 UnitBigVgan::~UnitBigVgan() = default;
 
 StatusOr<std::unique_ptr<UnitBigVgan>> UnitBigVgan::Load(const std::string& dir) {
@@ -249,13 +297,18 @@ StatusOr<Tensor> UnitBigVgan::SpeakerRow(int64_t index) const {
   return impl_->spk_emb.Slice(0, index, index + 1).Reshape({config_.spk_emb_dim}).Copy();
 }
 
-Tensor UnitBigVgan::Forward(const Tensor& units, const Tensor& speakers, const ActivationCallback* callback) const {
+Tensor UnitBigVgan::Forward(const Tensor& units, const Tensor& speakers, std::span<const int64_t> lengths,
+                            const ActivationCallback* callback) const {
   const Impl& m = *impl_;
   const UnitBigVganConfig& c = config_;
   OMNI_CHECK(units.rank() == 2 && speakers.rank() == 2 && speakers.dim(0) == units.dim(0) &&
              speakers.dim(1) == c.spk_emb_dim)
       << units.DebugString() << " " << speakers.DebugString();
   const int64_t b = units.dim(0), t = units.dim(1);
+  OMNI_CHECK(lengths.empty() || (c.causal && static_cast<int64_t>(lengths.size()) == b))
+      << "per-row lengths need a causal vocoder and one length per row";
+  // Each row's valid samples at the current rate: its units x the rates so far.
+  std::vector<int64_t> valid(lengths.begin(), lengths.end());
   auto report = [&](std::string_view name, const Tensor& v) {
     if (callback != nullptr && *callback) (*callback)(name, v);
   };
@@ -273,15 +326,16 @@ Tensor UnitBigVgan::Forward(const Tensor& units, const Tensor& speakers, const A
   const size_t kernels = c.resblock_kernel_sizes.size();
   for (size_t i = 0; i < m.ups.size(); ++i) {
     x = m.ups[i].Forward(x);
+    for (int64_t& v : valid) v *= c.upsample_rates[i];
     Tensor sum;
     for (size_t j = 0; j < kernels; ++j) {
-      Tensor y = m.resblocks[i * kernels + j].Forward(x, m.filter);
+      Tensor y = m.resblocks[i * kernels + j].Forward(x, m.filter, valid);
       sum = sum.defined() ? ops::Add(sum, y) : y;
     }
     x = ops::Scale(sum, 1.f / static_cast<float>(kernels));
     report(fmt::format("ups.{}", i), x);
   }
-  x = ops::AntiAliasedSnake(x, m.activation_post.snake, m.filter);
+  x = ops::AntiAliasedSnake(x, m.activation_post.snake, m.filter, valid);
   report("activation_post", x);
   x = m.conv_post.Forward(x);
   report("conv_post", x);
@@ -308,8 +362,71 @@ StatusOr<std::vector<float>> UnitBigVgan::Vocode(std::span<const int32_t> units,
   }
   Tensor ids = Tensor::Empty({1, static_cast<int64_t>(units.size())}, DType::kI64);
   for (size_t i = 0; i < units.size(); ++i) ids.data<int64_t>()[i] = units[i];
-  const Tensor wav = Forward(ids, speaker.Reshape({1, config_.spk_emb_dim}), callback);
+  const Tensor wav = Forward(ids, speaker.Reshape({1, config_.spk_emb_dim}), {}, callback);
   return std::vector<float>(wav.data<float>(), wav.data<float>() + wav.numel());
+}
+
+StatusOr<std::vector<std::vector<float>>> UnitBigVgan::VocodeBatch(std::span<const std::vector<int32_t>> clips,
+                                                                   std::span<const Tensor> speakers) const {
+  if (clips.size() != speakers.size()) return InvalidArgument("one speaker per clip");
+  for (size_t i = 0; i < clips.size(); ++i) {
+    if (clips[i].empty()) return InvalidArgument(fmt::format("clip {} has no audio units", i));
+    for (int32_t u : clips[i]) {
+      if (u < 0 || u >= config_.num_units) {
+        return InvalidArgument(fmt::format("clip {}: audio unit {} is outside [0, {})", i, u, config_.num_units));
+      }
+    }
+    if (!speakers[i].defined() || speakers[i].numel() != config_.spk_emb_dim) {
+      return InvalidArgument(fmt::format("clip {}: the speaker vector must have {} values", i, config_.spk_emb_dim));
+    }
+  }
+  std::vector<std::vector<float>> out(clips.size());
+  // Groups that run as one forward: everything when causal (rows right-padded,
+  // each ending at its own length), clips of one length otherwise.
+  std::vector<std::vector<size_t>> groups;
+  for (size_t i = 0; i < clips.size(); ++i) {
+    auto same = std::find_if(groups.begin(), groups.end(), [&](const std::vector<size_t>& g) {
+      return config_.causal || clips[g[0]].size() == clips[i].size();
+    });
+    if (same == groups.end()) {
+      groups.push_back({i});
+    } else {
+      same->push_back(i);
+    }
+  }
+  for (const std::vector<size_t>& g : groups) {
+    int64_t longest = 0;
+    for (size_t i : g) longest = std::max<int64_t>(longest, std::ssize(clips[i]));
+    const int64_t rows = std::ssize(g);
+    Tensor ids = Tensor::Zeros({rows, longest}, DType::kI64);
+    Tensor spk = Tensor::Empty({rows, config_.spk_emb_dim}, DType::kF32);
+    std::vector<int64_t> lengths;
+    for (int64_t r = 0; r < rows; ++r) {
+      const std::vector<int32_t>& clip = clips[g[r]];
+      std::copy(clip.begin(), clip.end(), ids.data<int64_t>() + r * longest);
+      const Tensor s = speakers[g[r]].To(DType::kF32);
+      std::copy_n(s.data<float>(), config_.spk_emb_dim, spk.data<float>() + r * config_.spk_emb_dim);
+      lengths.push_back(std::ssize(clip));
+    }
+    const Tensor wav = Forward(ids, spk, config_.causal ? std::span<const int64_t>(lengths) : std::span<const int64_t>());
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = wav.data<float>() + r * wav.dim(1);
+      out[g[r]].assign(row, row + lengths[r] * samples_per_unit());
+    }
+  }
+  return out;
+}
+
+StatusOr<std::vector<float>> UnitBigVgan::VocodeRange(std::span<const int32_t> window, int64_t window_start,
+                                                      int64_t first, int64_t last, const Tensor& speaker) const {
+  const int64_t window_end = window_start + std::ssize(window);
+  if (window_start < 0 || first < window_start || last <= first || last > window_end) {
+    return InvalidArgument(fmt::format("units [{}, {}) are not inside the window [{}, {})", first, last,
+                                       window_start, window_end));
+  }
+  OMNI_ASSIGN_OR_RETURN(std::vector<float> wav, Vocode(window, speaker));
+  const int64_t spu = samples_per_unit();
+  return std::vector<float>(wav.begin() + (first - window_start) * spu, wav.begin() + (last - window_start) * spu);
 }
 
 std::vector<int16_t> ToPcm16(std::span<const float> wav) {

@@ -65,17 +65,42 @@ class UnitBigVgan {
   StatusOr<std::vector<float>> Vocode(std::span<const int32_t> units, const Tensor& speaker,
                                       const ActivationCallback* callback = nullptr) const;
 
-  // Clips of one length in one forward: units [B, T] i64 (checked by the
-  // caller), speakers [B, spk_emb_dim] f32 -> [B, T * samples_per_unit()] f32.
-  // The callback sees "conv_pre", "ups.{i}" (after the stage's AMP blocks),
-  // "activation_post" and "conv_post" ([B, C, T'] before tanh/clamp).
-  Tensor Forward(const Tensor& units, const Tensor& speakers, const ActivationCallback* callback = nullptr) const;
+  // Several clips, each with its speaker, batched: the same samples as one
+  // Vocode per clip. A causal vocoder runs them all as one forward, shorter
+  // rows right-padded (a causal convolution never reads ahead, and the
+  // activations end each row at its own length); a centred one runs one
+  // forward per distinct length.
+  StatusOr<std::vector<std::vector<float>>> VocodeBatch(std::span<const std::vector<int32_t>> clips,
+                                                        std::span<const Tensor> speakers) const;
+
+  // Chunked vocoding. Units [first, last) of a longer sequence, vocoded
+  // from `window` (a slice of the sequence starting at unit window_start,
+  // covering [first, last)): their samples, ((last - first) *
+  // samples_per_unit()). With context().left units before `first` and
+  // context().right after `last` in the window (or the sequence's own ends),
+  // the chunks joined equal the one-shot waveform up to f32 rounding.
+  struct Context {
+    int64_t left = 0, right = 0;  // units
+  };
+  Context context() const { return context_; }
+  StatusOr<std::vector<float>> VocodeRange(std::span<const int32_t> window, int64_t window_start, int64_t first,
+                                           int64_t last, const Tensor& speaker) const;
+
+  // The forward: units [B, T] i64 (checked by the caller), speakers
+  // [B, spk_emb_dim] f32 -> [B, T * samples_per_unit()] f32. lengths: empty,
+  // or (causal only) each row's units, the rest of the row padding; samples
+  // past a row's length are meaningless. The callback sees "conv_pre",
+  // "ups.{i}" (after the stage's AMP blocks), "activation_post" and
+  // "conv_post" ([B, C, T'] before tanh/clamp).
+  Tensor Forward(const Tensor& units, const Tensor& speakers, std::span<const int64_t> lengths = {},
+                 const ActivationCallback* callback = nullptr) const;
 
  private:
   struct Impl;
   explicit UnitBigVgan(UnitBigVganConfig config);
 
   UnitBigVganConfig config_;
+  Context context_;
   std::unique_ptr<Impl> impl_;
 };
 

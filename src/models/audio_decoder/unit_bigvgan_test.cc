@@ -189,6 +189,63 @@ TEST_P(UnitBigVganTest, AntiAliasedSnakeBlockMatchesThePyTorchReference) {
   EXPECT_LE(worst, 1e-6);
 }
 
+TEST_P(UnitBigVganTest, BatchOfDifferentLengthsEqualsOneClipAtATime) {
+  auto vocoder = UnitBigVgan::Load(DemoDir(GetParam()));
+  ASSERT_TRUE(vocoder.ok());
+  std::vector<std::vector<int32_t>> clips;
+  std::vector<Tensor> speakers;
+  for (int n : {7, 13, 10, 7}) {
+    std::vector<int32_t> clip(n);
+    for (int i = 0; i < n; ++i) clip[i] = (i * 389 + n * 31) % 6561;
+    clips.push_back(clip);
+    speakers.push_back(*(*vocoder)->SpeakerRow(n % 4));
+  }
+  auto batch = (*vocoder)->VocodeBatch(clips, speakers);
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  for (size_t i = 0; i < clips.size(); ++i) {
+    auto one = (*vocoder)->Vocode(clips[i], speakers[i]);
+    ASSERT_TRUE(one.ok());
+    ASSERT_EQ((*batch)[i].size(), one->size());
+    double worst = 0;
+    for (size_t k = 0; k < one->size(); ++k) worst = std::max(worst, static_cast<double>(std::abs((*batch)[i][k] - (*one)[k])));
+    EXPECT_LE(worst, 1e-6) << "clip " << i;
+  }
+  const std::vector<std::vector<int32_t>> bad = {{1, 2, 3}, {6561}};
+  EXPECT_FALSE((*vocoder)->VocodeBatch(bad, speakers).ok());  // and one speaker per clip
+}
+
+// Chunks of 12 units, each vocoded from a window with the receptive field's
+// context (cut at the sequence's ends), joined: the one-shot waveform.
+TEST_P(UnitBigVganTest, ChunksWithTheirContextJoinToTheOneShotWaveform) {
+  auto vocoder = UnitBigVgan::Load(DemoDir(GetParam()));
+  ASSERT_TRUE(vocoder.ok());
+  const UnitBigVgan::Context context = (*vocoder)->context();
+  std::printf("context: %lld units left, %lld right\n", static_cast<long long>(context.left),
+              static_cast<long long>(context.right));
+  EXPECT_GT(context.left, 0);
+  std::vector<int32_t> units(60);
+  for (int i = 0; i < 60; ++i) units[i] = (i * 1237 + 3) % 6561;
+  const Tensor speaker = *(*vocoder)->SpeakerRow(2);
+  auto whole = (*vocoder)->Vocode(units, speaker);
+  ASSERT_TRUE(whole.ok());
+  std::vector<float> joined;
+  for (int64_t first = 0; first < 60; first += 12) {
+    const int64_t last = std::min<int64_t>(first + 12, 60);
+    const int64_t start = std::max<int64_t>(0, first - context.left), end = std::min<int64_t>(60, last + context.right);
+    const std::span<const int32_t> window(units.data() + start, static_cast<size_t>(end - start));
+    auto chunk = (*vocoder)->VocodeRange(window, start, first, last, speaker);
+    ASSERT_TRUE(chunk.ok()) << chunk.status().ToString();
+    ASSERT_EQ(std::ssize(*chunk), (last - first) * 960);
+    joined.insert(joined.end(), chunk->begin(), chunk->end());
+  }
+  ASSERT_EQ(joined.size(), whole->size());
+  double worst = 0;
+  for (size_t i = 0; i < joined.size(); ++i) worst = std::max(worst, static_cast<double>(std::abs(joined[i] - (*whole)[i])));
+  std::printf("chunked vs one-shot: worst sample difference %.3g\n", worst);
+  EXPECT_LE(worst, 1e-5);
+  EXPECT_FALSE((*vocoder)->VocodeRange(units, 0, 10, 70, speaker).ok());
+}
+
 INSTANTIATE_TEST_SUITE_P(Padding, UnitBigVganTest, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "Causal" : "Centred"; });
 
