@@ -168,6 +168,8 @@ Status ReadFile(const std::string& path, std::string* out) {
   return Status::Ok();
 }
 
+constexpr int64_t kLengthBucket = 32;
+
 // How far (in units, rounded up) an output sample can depend on units
 // before and after its own: every layer's reach in its own samples, over
 // the samples per unit at its rate. An anti-aliased activation reads 3
@@ -360,6 +362,11 @@ StatusOr<std::vector<float>> UnitBigVgan::Vocode(std::span<const int32_t> units,
   if (!speaker.defined() || speaker.numel() != config_.spk_emb_dim) {
     return InvalidArgument(fmt::format("the speaker vector must have {} values", config_.spk_emb_dim));
   }
+  if (callback == nullptr) {
+    const std::vector<std::vector<int32_t>> clips = {std::vector<int32_t>(units.begin(), units.end())};
+    OMNI_ASSIGN_OR_RETURN(std::vector<std::vector<float>> wav, VocodeBatch(clips, std::span<const Tensor>(&speaker, 1)));
+    return std::move(wav[0]);
+  }
   Tensor ids = Tensor::Empty({1, static_cast<int64_t>(units.size())}, DType::kI64);
   for (size_t i = 0; i < units.size(); ++i) ids.data<int64_t>()[i] = units[i];
   const Tensor wav = Forward(ids, speaker.Reshape({1, config_.spk_emb_dim}), {}, callback);
@@ -397,6 +404,10 @@ StatusOr<std::vector<std::vector<float>>> UnitBigVgan::VocodeBatch(std::span<con
   for (const std::vector<size_t>& g : groups) {
     int64_t longest = 0;
     for (size_t i : g) longest = std::max<int64_t>(longest, std::ssize(clips[i]));
+    // oneDNN builds (and keeps) primitives per input shape, which costs far
+    // more than a short clip's forward: a causal vocoder pads rows to a
+    // multiple of kLengthBucket units, so few shapes ever occur.
+    if (config_.causal) longest = (longest + kLengthBucket - 1) / kLengthBucket * kLengthBucket;
     const int64_t rows = std::ssize(g);
     Tensor ids = Tensor::Zeros({rows, longest}, DType::kI64);
     Tensor spk = Tensor::Empty({rows, config_.spk_emb_dim}, DType::kF32);
