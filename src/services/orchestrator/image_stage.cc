@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/log.h"
+#include "services/orchestrator/client_url.h"
 #include "services/orchestrator/orchestrator_service.h"
 
 namespace omni::orchestrator {
@@ -25,26 +26,6 @@ std::string WithRatio(std::string_view tokens, std::string_view ratio) {
   }
   const size_t start = out.find(kBlockStart);
   return out.insert(start == std::string::npos ? 0 : start + kBlockStart.size(), token);
-}
-
-bool PlainHost(std::string_view host) {
-  if (host.empty() || host.size() > 255) return false;
-  for (char c : host) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                    c == '-' || c == ':' || c == '[' || c == ']';
-    if (!ok) return false;
-  }
-  return true;
-}
-
-// The decoder's error message, from its OpenAI error body (or the body's start).
-std::string DecoderMessage(const HttpClientResponse& r) {
-  nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
-  if (j.is_object() && j.contains("error") && j["error"].is_object() && j["error"].contains("message") &&
-      j["error"]["message"].is_string()) {
-    return j["error"]["message"].get<std::string>();
-  }
-  return r.body.substr(0, 200);
 }
 
 }  // namespace
@@ -102,21 +83,11 @@ void ImageStage::Stop() { stopping_.Cancel(); }
 bool ImageStage::enabled() const { return !config_.images.vision_decoder.empty() && store_ != nullptr; }
 
 StatusOr<std::string> ImageStage::PublicBase(const HttpRequest& request) const {
-  if (!config_.images.public_url.empty()) return config_.images.public_url;
-  const std::string host(request.headers.GetOr("host", ""));
-  if (!PlainHost(host)) {
-    return InvalidArgument("the request's Host header is not a host[:port], so no image URL can be made for it; "
-                           "send one, or set images.public_url")
-        .WithErrorCode("invalid_host");
-  }
-  return "http://" + host;
+  return orchestrator::PublicBase(request, config_.images.public_url);
 }
 
 StatusOr<std::string> ImageStage::ClientUrl(const std::string& key, const std::string& public_base) const {
-  if (store_->uri().starts_with("s3://")) return store_->Presign(key, PresignMethod::kGet, config_.images.url_ttl);
-  if (signer_ == nullptr) return Internal("no URL signer for the local store");
-  OMNI_ASSIGN_OR_RETURN(std::string path, signer_->SignedPath(key, clock_.WallNow() + config_.images.url_ttl));
-  return public_base + path;
+  return orchestrator::ClientUrl(*store_, signer_, clock_, key, config_.images.url_ttl, public_base);
 }
 
 StatusOr<GeneratedImage> ImageStage::Decode(std::string_view tokens, const ImageOptions& options,

@@ -111,6 +111,47 @@ Status ReadImagesConfig(const ConfigNode& node, const std::string& path, ImagesC
   return r.Finish();
 }
 
+Status ReadSpeechConfig(const ConfigNode& node, const std::string& path, SpeechConfig* m) {
+  ObjectReader r(node, path);
+  OMNI_RETURN_IF_ERROR(r.CheckIsMap());
+  OMNI_RETURN_IF_ERROR(r.GetString("audio_decoder", &m->audio_decoder));
+  OMNI_RETURN_IF_ERROR(GetMillis(r, "decode_s", 1000, 86'400, &m->decode_timeout));
+  std::chrono::milliseconds ttl = m->url_ttl;
+  OMNI_RETURN_IF_ERROR(GetMillis(r, "url_ttl_s", 1000, 7 * 86'400, &ttl));
+  m->url_ttl = std::chrono::duration_cast<std::chrono::seconds>(ttl);
+  OMNI_RETURN_IF_ERROR(r.GetString("public_url", &m->public_url));
+  if (!m->public_url.empty()) OMNI_RETURN_IF_ERROR(CheckBaseUrl(*r.GetNode("public_url"), r.ChildPath("public_url"), m->public_url));
+  OMNI_RETURN_IF_ERROR(r.GetInt("chunk_units", &m->chunk_units));
+  OMNI_RETURN_IF_ERROR(r.Require(m->chunk_units >= 3 && m->chunk_units <= 2000, "chunk_units", "must be in [3, 2000]"));
+  OMNI_RETURN_IF_ERROR(r.GetInt("lookahead_units", &m->lookahead_units));
+  OMNI_RETURN_IF_ERROR(
+      r.Require(m->lookahead_units >= 0 && m->lookahead_units <= 2000, "lookahead_units", "must be in [0, 2000]"));
+  OMNI_RETURN_IF_ERROR(r.GetInt("max_concurrent", &m->max_concurrent));
+  OMNI_RETURN_IF_ERROR(
+      r.Require(m->max_concurrent >= 1 && m->max_concurrent <= 1024, "max_concurrent", "must be in [1, 1024]"));
+  if (const ConfigNode* voices = r.GetNode("voices")) {
+    ObjectReader v(*voices, r.ChildPath("voices"));
+    OMNI_RETURN_IF_ERROR(v.CheckIsMap());
+    for (const ConfigEntry& entry : voices->map) {
+      const std::string& name = entry.key;
+      ObjectReader one(*v.GetNode(name), v.ChildPath(name));
+      OMNI_RETURN_IF_ERROR(one.CheckIsMap());
+      SpeakerSpec spec;
+      OMNI_RETURN_IF_ERROR(one.GetString("id", &spec.id));
+      OMNI_RETURN_IF_ERROR(one.GetString("gender", &spec.gender));
+      OMNI_RETURN_IF_ERROR(one.GetString("age", &spec.age));
+      OMNI_RETURN_IF_ERROR(one.Require(spec.gender.empty() || spec.gender == "f" || spec.gender == "m", "gender",
+                                       "must be f or m"));
+      OMNI_RETURN_IF_ERROR(one.Require(!spec.id.empty() || !spec.gender.empty() || !spec.age.empty(), "id",
+                                       "a voice needs an id, a gender or an age"));
+      OMNI_RETURN_IF_ERROR(one.Finish());
+      m->voices[name] = std::move(spec);
+    }
+    OMNI_RETURN_IF_ERROR(v.Finish());
+  }
+  return r.Finish();
+}
+
 StatusOr<OrchestratorConfig> ParseOrchestratorConfig(const ConfigNode& root) {
   OrchestratorConfig c;
   ObjectReader r(root, "");
@@ -130,6 +171,9 @@ StatusOr<OrchestratorConfig> ParseOrchestratorConfig(const ConfigNode& root) {
   if (const ConfigNode* i = r.GetNode("images")) OMNI_RETURN_IF_ERROR(ReadImagesConfig(*i, "images", &c.images));
   OMNI_RETURN_IF_ERROR(r.Require(c.images.vision_decoder.empty() || !c.store.empty(), "images",
                                  "images.vision_decoder needs a store: the decoder writes its images there"));
+  if (const ConfigNode* sp = r.GetNode("speech")) OMNI_RETURN_IF_ERROR(ReadSpeechConfig(*sp, "speech", &c.speech));
+  OMNI_RETURN_IF_ERROR(r.Require(c.speech.audio_decoder.empty() || !c.store.empty(), "speech",
+                                 "speech.audio_decoder needs a store: the decoder writes its audio there"));
   OMNI_RETURN_IF_ERROR(r.Finish());
   return c;
 }

@@ -26,6 +26,17 @@
 //     url_ttl_s: 3600                  #   lifetime of the image URLs handed to clients
 //     public_url: ""                   #   base of the signed URLs (local store); empty: http://<the request's Host>
 //     max_concurrent: 8                #   decoder calls this orchestrator runs at once (more wait)
+//   speech:                            # optional: spoken answers need it (and the store)
+//     audio_decoder: omni-ad           #   the audio decoder's model name; the gateway routes /v1/decode by it
+//     decode_s: 120                    #   one decoder call
+//     url_ttl_s: 3600                  #   lifetime of the audio URLs handed to clients
+//     public_url: ""                   #   base of the signed URLs (local store); empty: http://<the request's Host>
+//     chunk_units: 25                  #   streaming: units per vocoded chunk
+//     lookahead_units: 12              #   streaming: units generated past a chunk before it is vocoded
+//     max_concurrent: 8                #   decoder calls at once
+//     voices:                          #   audio.voice -> the decoder's speaker
+//       alloy: {gender: f}
+//       echo: {id: mhwj}
 //   health:
 //     interval_ms: 1000                # how often the components are probed
 //     components:                      # reported by /health beside the gateway (and the store)
@@ -35,6 +46,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -80,6 +92,26 @@ struct ImagesConfig {
   int64_t max_concurrent = 8;
 };
 
+// A voice of the OpenAI API (audio.voice) as the audio decoder's speaker:
+// a speaker id of its table, or a gender and an age band.
+struct SpeakerSpec {
+  std::string id;
+  std::string gender;  // "f" | "m" | ""
+  std::string age;     // "0-10" | "10" | "20-30" | "40-50" | "60-70" | ""
+};
+
+// How spoken answers are made (speech_stage.h, speech_answer.h).
+struct SpeechConfig {
+  std::string audio_decoder;  // model name of the audio decoder pool; empty: audio output is refused
+  std::chrono::milliseconds decode_timeout{120'000};
+  std::chrono::seconds url_ttl{3600};
+  std::string public_url;           // as images.public_url, for the audio's URL
+  int64_t chunk_units = 25;         // streaming: units vocoded per chunk (1 s of speech)
+  int64_t lookahead_units = 12;     // streaming: units past a chunk before it is vocoded (the vocoder's right context)
+  int64_t max_concurrent = 8;       // decoder calls this orchestrator runs at once (more wait)
+  std::map<std::string, SpeakerSpec, std::less<>> voices;  // audio.voice -> speaker; unlisted OpenAI voices by gender
+};
+
 struct OrchestratorConfig {
   std::string gateway;  // base URL, "http://host:port", without a path
   std::string store;    // object store URI (file:// or s3://); empty: none
@@ -88,6 +120,7 @@ struct OrchestratorConfig {
   std::vector<Component> components;  // besides the gateway, which is always probed
   MediaConfig media;
   ImagesConfig images;
+  SpeechConfig speech;
 };
 
 StatusOr<OrchestratorConfig> ParseOrchestratorConfig(const ConfigNode& root);
@@ -98,5 +131,7 @@ StatusOr<OrchestratorConfig> LoadOrchestratorConfig(const std::string& path);
 Status ReadMediaConfig(const ConfigNode& node, const std::string& path, MediaConfig* media);
 // The `images` map at `path` (also read by `up --config`).
 Status ReadImagesConfig(const ConfigNode& node, const std::string& path, ImagesConfig* images);
+// The `speech` map at `path` (also read by `up --config`).
+Status ReadSpeechConfig(const ConfigNode& node, const std::string& path, SpeechConfig* speech);
 
 }  // namespace omni::orchestrator

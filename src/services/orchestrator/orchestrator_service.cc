@@ -9,8 +9,11 @@
 #include "core/json_string.h"
 #include "core/log.h"
 #include "net/response_relay.h"
+#include "services/orchestrator/client_url.h"
 #include "services/orchestrator/image_answer.h"
 #include "services/orchestrator/images_api.h"
+#include "services/orchestrator/speech_answer.h"
+#include "services/orchestrator/speech_options.h"
 #include "services/orchestrator/transcriptions_api.h"
 
 namespace omni::orchestrator {
@@ -113,6 +116,7 @@ OrchestratorService::OrchestratorService(OrchestratorConfig config, Upstream& up
                                      "1 if the component answered its last health probe, else 0.", {"component"})),
       media_(config_, upstream, store, media_client, metrics),
       images_(config_, upstream, store, signer, clock, metrics),
+      speech_(config_, upstream, store, signer, clock, metrics),
       media_requests_(4) {
   auto& requests = metrics.AddCounter(
       "orchestrator_requests_total",
@@ -138,6 +142,15 @@ void OrchestratorService::Chat(HttpRequest request, std::shared_ptr<ResponseWrit
   Status refusal = parsed.ok() ? RefuseUnservedMedia(*parsed, media_) : parsed.status();
   if (refusal.ok()) {
     StatusOr<std::shared_ptr<ResponseWriter>> wrapped = WithImages(request, *parsed, writer);
+    if (wrapped.ok()) {
+      writer = std::move(wrapped).value();
+    } else {
+      refusal = wrapped.status();
+    }
+  }
+  if (refusal.ok()) {
+    // Outermost: the speech tags leave the answer before anything else reads it.
+    StatusOr<std::shared_ptr<ResponseWriter>> wrapped = WithSpeech(request, &request.body, writer);
     if (wrapped.ok()) {
       writer = std::move(wrapped).value();
     } else {
@@ -296,6 +309,37 @@ StatusOr<std::shared_ptr<ResponseWriter>> OrchestratorService::WithImages(const 
       std::move(writer), std::move(decode), errors_as_text, [cancels] { cancels->Cancel(); }));
 }
 
+StatusOr<std::shared_ptr<ResponseWriter>> OrchestratorService::WithSpeech(const HttpRequest& request,
+                                                                          std::string* body,
+                                                                          std::shared_ptr<ResponseWriter> writer) {
+  OMNI_ASSIGN_OR_RETURN(std::optional<SpeechRequestOptions> asked, ParseSpeechOptions(*body));
+  if (!asked) return writer;
+  if (!speech_.enabled()) {
+    return InvalidArgument("this deployment speaks no answers: speech.audio_decoder is not configured")
+        .WithParam("modalities")
+        .WithErrorCode("audio_output_unavailable");
+  }
+  SpeechAnswerOptions options{.format = asked->format,
+                              .chunk_units = config_.speech.chunk_units,
+                              .lookahead_units = config_.speech.lookahead_units};
+  options.speaker = asked->speaker ? *asked->speaker
+                                   : (asked->voice.empty() ? SpeakerSpec{} : speech_.VoiceSpeaker(asked->voice));
+  std::string public_base;
+  if (config_.store.starts_with("file://")) {
+    OMNI_ASSIGN_OR_RETURN(public_base, PublicBase(request, config_.speech.public_url));
+  }
+  OMNI_ASSIGN_OR_RETURN(*body, ForceAudioBody(*body));
+  auto decode = [this, public_base, request_id = request.request_id](
+                    SpeechJob job, std::function<void(StatusOr<SpokenAudio>)> done) {
+    speech_.DecodeAsync(std::move(job), public_base, request_id, std::move(done));
+  };
+  auto store = [this, public_base, format = options.format](std::string_view pcm) {
+    return speech_.Store(pcm, format, public_base);
+  };
+  return std::shared_ptr<ResponseWriter>(
+      std::make_shared<SpeechAnswerWriter>(std::move(writer), std::move(decode), std::move(store), std::move(options)));
+}
+
 void OrchestratorService::ResolveMediaAndForward(const HttpRequest& request, const openai::ChatRequest& parsed,
                                                  std::shared_ptr<ResponseWriter> writer) {
   const log::RequestLog log(request.request_id);
@@ -387,6 +431,7 @@ void OrchestratorService::StopForShutdown() {
   stopping_.store(true);
   media_.Stop();
   images_.Stop();
+  speech_.Stop();
   // Each ends through Done, with Cancelled.
   const size_t stopped = live_.ShutdownAll();
   OMNI_LOG(kInfo, "orchestrator: drain deadline: stopping {} chat requests", stopped);

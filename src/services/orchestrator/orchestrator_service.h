@@ -42,6 +42,7 @@
 #include "net/upstream_calls.h"
 #include "core/thread_pool.h"
 #include "services/orchestrator/image_stage.h"
+#include "services/orchestrator/speech_stage.h"
 #include "services/orchestrator/media_stage.h"
 #include "services/orchestrator/orchestrator_config.h"
 #include "storage/object_store.h"
@@ -155,6 +156,12 @@ class OrchestratorService {
   // request whose image options or Host cannot be served.
   StatusOr<std::shared_ptr<ResponseWriter>> WithImages(const HttpRequest& request, const openai::ChatRequest& parsed,
                                                        std::shared_ptr<ResponseWriter> writer);
+  // With audio output asked for (modalities: ["text", "audio"]): `writer`
+  // behind a SpeechAnswerWriter (speech_answer.h) and *body made to force the
+  // LLM's spoken block; `writer` itself otherwise. An error for audio options
+  // that cannot be served.
+  StatusOr<std::shared_ptr<ResponseWriter>> WithSpeech(const HttpRequest& request, std::string* body,
+                                                       std::shared_ptr<ResponseWriter> writer);
   void Done(const std::shared_ptr<Call>& call, StatusOr<int> status);
   // Why `probe` is down, or an empty string when it is up.
   std::string ProbeOne(const Probe& probe);
@@ -176,6 +183,7 @@ class OrchestratorService {
   std::atomic<int64_t> media_pending_{0};  // requests queued for or in the media stage
   MediaStage media_;
   ImageStage images_;
+  SpeechStage speech_;
   ThreadPool media_requests_;  // requests in their media stage; declared last: joined first
 };
 
