@@ -17,6 +17,9 @@ void OrchestratorHttpAdapter::RegisterRoutes(HttpServer& server) {
   server.RouteStreaming(HttpMethod::kPost, "/v1/images/edits", [this](HttpRequest r, std::shared_ptr<ResponseWriter> w) {
     service_.Images(std::move(r), std::move(w), /*edit=*/true);
   });
+  server.RouteStreaming(HttpMethod::kPost, "/v1/audio/speech", [this](HttpRequest r, std::shared_ptr<ResponseWriter> w) {
+    service_.Speech(std::move(r), std::move(w));
+  });
   server.RouteStreaming(HttpMethod::kPost, "/v1/audio/transcriptions",
                         [this](HttpRequest r, std::shared_ptr<ResponseWriter> w) {
                           service_.Transcriptions(std::move(r), std::move(w));

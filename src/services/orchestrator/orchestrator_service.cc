@@ -12,6 +12,7 @@
 #include "services/orchestrator/client_url.h"
 #include "services/orchestrator/image_answer.h"
 #include "services/orchestrator/images_api.h"
+#include "services/orchestrator/speech_api.h"
 #include "services/orchestrator/speech_answer.h"
 #include "services/orchestrator/speech_options.h"
 #include "services/orchestrator/transcriptions_api.h"
@@ -214,6 +215,29 @@ void OrchestratorService::RunMediaTask(const std::string& request_id, const std:
     media_pending_.fetch_sub(1);
     writer->Send(ErrorResponse(ShuttingDown()));
   }
+}
+
+void OrchestratorService::Speech(HttpRequest request, std::shared_ptr<ResponseWriter> writer) {
+  StatusOr<SpeechApiRequest> speech = ParseSpeechApiRequest(request.body);
+  if (speech.ok() && !speech_.enabled()) {
+    speech = InvalidArgument("this deployment speaks no answers: speech.audio_decoder is not configured")
+                 .WithErrorCode("audio_output_unavailable");
+  }
+  if (speech.ok() && speech->model.empty()) {
+    speech->model = config_.images.llm_model;
+    if (speech->model.empty()) {
+      speech = InvalidArgument("'model' is required: this deployment names no default (images.llm_model)")
+                   .WithParam("model");
+    }
+  }
+  if (!speech.ok()) {
+    outcomes_.rejected->Inc();
+    log::RequestLog(request.request_id).Info("orchestrator: speech: refused: {}", speech.status().message());
+    writer->Send(ErrorResponse(speech.status()));
+    return;
+  }
+  request.body = SpeechApiChatBody(*speech, speech->model);
+  Chat(std::move(request), MakeSpeechApiWriter(std::move(writer), *speech));
 }
 
 void OrchestratorService::Transcriptions(HttpRequest request, std::shared_ptr<ResponseWriter> writer) {

@@ -99,6 +99,9 @@ class OrchestratorService {
   // POST /v1/audio/transcriptions: the Transcriptions API as a chat request
   // with the audio and a transcription instruction (transcriptions_api.h).
   void Transcriptions(HttpRequest request, std::shared_ptr<ResponseWriter> writer);
+  // POST /v1/audio/speech: the Speech API as a streamed chat request that
+  // speaks the text (speech_api.h).
+  void Speech(HttpRequest request, std::shared_ptr<ResponseWriter> writer);
   // GET /v1/models: the gateway's list (every pool's models), relayed.
   HttpResponse Models(const HttpRequest& request);
 

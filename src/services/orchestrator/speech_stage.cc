@@ -126,6 +126,11 @@ StatusOr<SpokenAudio> SpeechStage::Decode(const SpeechJob& job, const std::strin
     return failed(Unavailable("the audio decoder is unavailable: " + DecoderMessage(*r))
                       .WithErrorCode("audio_decoder_unavailable"));
   }
+  if (r->status == 400 || r->status == 404) {  // what the request chose: its voice or speaker
+    return failed(InvalidArgument("the audio decoder refused the request's voice: " + DecoderMessage(*r))
+                      .WithParam("audio.voice")
+                      .WithErrorCode("invalid_voice"));
+  }
   if (r->status != 200) {
     return failed(Internal(fmt::format("the audio decoder could not voice the model's units ({}): {}", r->status,
                                        DecoderMessage(*r)))
