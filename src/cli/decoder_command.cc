@@ -12,9 +12,13 @@
 #include "cli/process_info.h"
 #include "core/log.h"
 #include "modelfile/tensor_object.h"
+#include "models/audio_decoder/speakers.h"
+#include "models/audio_decoder/unit_bigvgan.h"
 #include "models/vision_decoder/vision_decoder.h"
 #include "net/http_server.h"
 #include "ops/threading.h"
+#include "services/decoder/audio_decoder_http.h"
+#include "services/decoder/audio_decoder_service.h"
 #include "services/decoder/decoder_http.h"
 #include "services/decoder/decoder_service.h"
 #include "services/decoder/sp_group.h"
@@ -38,17 +42,111 @@ int ThreadsPerRank(const DecoderFlags& f) {
   return std::max(1, static_cast<int>(cores) / f.sp);
 }
 
+int MaxQueue(const DecoderFlags& f) {
+  if (f.max_queue >= 0) return f.max_queue;
+  return f.modality == "audio" ? 32 : 8;
+}
+
+std::string ServedName(const DecoderFlags& f) {
+  return !f.served_model_name.empty() ? f.served_model_name
+                                      : std::filesystem::path(f.model).lexically_normal().filename().string();
+}
+
+// The served name is every key's model segment: refused at start, not after
+// the first image or clip.
+bool CheckServedName(const std::string& served, std::string_view extension) {
+  if (auto key = GeneratedMediaKey(served, std::string(64, '0'), extension); !key.ok()) {
+    OMNI_LOG(kError, "decoder: served model name: {} (set --served-model-name)", key.status().message());
+    return false;
+  }
+  return true;
+}
+
+// The audio decoder server: the unit vocoder behind its batcher, the
+// service and the HTTP adapter with its worker pool.
+int RunAudioDecoder(const DecoderFlags& f) {
+  if (f.sp != 1) {
+    OMNI_LOG(kError, "decoder: --sp is for the vision decoder; the audio decoder batches instead (--max-batch)");
+    return 2;
+  }
+  if (f.threads > 0) ops::SetNumThreads(f.threads);
+  LogProcessInfo();
+  auto model = models::UnitBigVgan::Load(f.model);
+  if (!model.ok()) {
+    OMNI_LOG(kError, "decoder: {}", model.status().ToString());
+    return 2;
+  }
+  const models::UnitBigVgan& vocoder = **model;
+  auto speakers = models::SpeakerTable::Load(f.model, vocoder.config().num_spk);
+  if (!speakers.ok()) {
+    OMNI_LOG(kError, "decoder: {}", speakers.status().ToString());
+    return 2;
+  }
+  if (f.store.empty()) {
+    OMNI_LOG(kError, "decoder: --store is required");
+    return 2;
+  }
+  auto opened = OpenObjectStore(f.store, S3CredentialsFromEnv());
+  if (!opened.ok()) {
+    OMNI_LOG(kError, "decoder: --store: {}", opened.status().ToString());
+    return 2;
+  }
+  std::unique_ptr<ObjectStore> store = std::move(opened).value();
+  const std::string served = ServedName(f);
+  if (!CheckServedName(served, "wav")) return 2;
+  MetricsRegistry registry;
+  AddProcessInfoMetrics(registry);
+  decoder::VocodeBatcher batcher(decoder::VocodeBatchFn(vocoder), f.max_batch, &registry, "omni_audio_decoder");
+  decoder::AudioDecoderService service({.model_id = served,
+                                        .store = store.get(),
+                                        .store_uri = f.store,
+                                        .url_ttl = std::chrono::seconds(f.url_ttl_s),
+                                        .metrics = &registry},
+                                       vocoder, *speakers,
+                                       [&batcher](const decoder::VocodeInput& in) { return batcher.Forward(in); });
+  decoder::AudioDecoderHttpAdapter adapter(service, registry, {.workers = f.workers, .max_queue = MaxQueue(f)});
+  HttpServerOptions http;
+  http.host = f.host;
+  http.port = static_cast<uint16_t>(f.port);
+  http.metrics = &registry;
+  http.max_body_bytes = 1 << 20;  // 2000 units are ~30 KB of <|audioN|> text
+  http.drain_timeout = std::chrono::milliseconds(f.drain_timeout_ms);
+  HttpServer server(http);
+  adapter.RegisterRoutes(server);
+  // On SIGTERM held requests keep being served; those no worker took by the
+  // drain deadline get 503 server_shutdown.
+  server.SetDrainDeadlineHook([&adapter] { adapter.Close(); });
+  if (Status s = server.Start(); !s.ok()) {
+    OMNI_LOG(kError, "decoder: cannot serve {}:{}: {}", f.host, f.port, s.ToString());
+    return 1;
+  }
+  OMNI_LOG(kInfo,
+           "decoder: listening on http://{}:{}; audio model {} ({} speakers, {} units, {} Hz, {} samples per unit), "
+           "store {}, {} workers, batches of up to {}, queue {}",
+           f.host, server.port(), served, speakers->names().size(), vocoder.config().num_units,
+           vocoder.config().sampling_rate, vocoder.samples_per_unit(), f.store, f.workers, f.max_batch, MaxQueue(f));
+  server.RunUntilSignal();
+  adapter.Close();
+  adapter.WaitIdle(std::chrono::milliseconds(f.drain_timeout_ms));
+  OMNI_LOG(kInfo, "decoder: stopped");
+  return 0;
+}
+
 }  // namespace
 
 CLI::App* AddDecoderCommand(CLI::App& app, DecoderFlags* f) {
-  CLI::App* sub = app.add_subcommand("decoder", "vision decoder server (POST /v1/decode); audio comes later");
-  sub->add_option("--modality", f->modality, "vision (audio is not in this build yet)")
+  CLI::App* sub = app.add_subcommand(
+      "decoder", "vision or audio decoder server (POST /v1/decode): image tokens to images, speech units to audio");
+  sub->add_option("--modality", f->modality, "vision (image tokens to PNG/WebP/JPEG) or audio (speech units to "
+                                            "WAV/FLAC/MP3/Opus/AAC)")
       ->capture_default_str()
       ->check(CLI::IsMember({"vision", "audio"}));
   sub->add_option("--model", f->model,
-                  "decoder folder (model_index.json, transformer/, transformer2/, vae/, token_embedder/, scheduler/)")
+                  "decoder folder; vision: model_index.json, transformer/, transformer2/, vae/, token_embedder/, "
+                  "scheduler/; audio: config.json, model.safetensors, spk_list.txt, speaker_config.json (optional)")
       ->required();
-  sub->add_option("--store", f->store, "object store the images are written to (file:///dir or s3://bucket...)");
+  sub->add_option("--store", f->store,
+                  "object store the images and clips are written to (file:///dir or s3://bucket...)");
   sub->add_option("--host", f->host, "listen address")->capture_default_str();
   sub->add_option("--port", f->port, "listen port (0: the OS picks)")->capture_default_str()->check(CLI::Range(0, 65535));
   sub->add_option("--served-model-name", f->served_model_name,
@@ -57,9 +155,17 @@ CLI::App* AddDecoderCommand(CLI::App& app, DecoderFlags* f) {
                   "sequence-parallel ranks: the DiT runs over this many processes (Ulysses); must divide its heads")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
-  sub->add_option("--max-queue", f->max_queue, "requests waiting behind the running one; more get 429")
-      ->capture_default_str()
+  sub->add_option("--max-queue", f->max_queue,
+                  "requests waiting behind the running ones; more get 429 (default: vision 8, audio 32)")
       ->check(CLI::Range(0, 1 << 16));
+  sub->add_option("--max-batch", f->max_batch,
+                  "audio: clips that waited for the vocoder go through it together, up to this many (1: no batching)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  sub->add_option("--workers", f->workers,
+                  "audio: requests handled at once (speaker, encode, store); their vocoder forwards are batched")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
   sub->add_option("--threads", f->threads,
                   "compute threads per rank (0: OMP_NUM_THREADS if set, else the cores divided among the ranks)")
       ->capture_default_str()
@@ -84,10 +190,7 @@ CLI::App* AddDecoderCommand(CLI::App& app, DecoderFlags* f) {
 }
 
 int RunDecoderCommand(const DecoderFlags& f) {
-  if (f.modality != "vision") {
-    OMNI_LOG(kError, "decoder: --modality {} is not in this build yet (the speech output issue)", f.modality);
-    return 2;
-  }
+  if (f.modality == "audio") return RunAudioDecoder(f);
   if (const int threads = ThreadsPerRank(f); threads > 0) ops::SetNumThreads(threads);
   if (f.rank == 0) LogProcessInfo();
   auto model = models::VisionDecoder::Load(f.model);
@@ -129,15 +232,8 @@ int RunDecoderCommand(const DecoderFlags& f) {
     }
     group = std::move(started).value();
   }
-  const std::string served = !f.served_model_name.empty()
-                                 ? f.served_model_name
-                                 : std::filesystem::path(f.model).lexically_normal().filename().string();
-  // The served name is every key's model segment: refused now, not after
-  // the first image is drawn.
-  if (auto key = GeneratedMediaKey(served, std::string(64, '0'), "png"); !key.ok()) {
-    OMNI_LOG(kError, "decoder: served model name: {} (set --served-model-name)", key.status().message());
-    return 2;
-  }
+  const std::string served = ServedName(f);
+  if (!CheckServedName(served, "png")) return 2;
   MetricsRegistry registry;
   AddProcessInfoMetrics(registry);
   const models::VisionDecoder& vd = **model;
@@ -153,7 +249,7 @@ int RunDecoderCommand(const DecoderFlags& f) {
                                    .metrics = &registry},
                                   std::move(generate));
   decoder::DecoderHttpAdapter adapter(service, registry,
-                                      {.max_queue = f.max_queue, .vocab_size = static_cast<int>(vd.vocab_size())});
+                                      {.max_queue = MaxQueue(f), .vocab_size = static_cast<int>(vd.vocab_size())});
   HttpServerOptions http;
   http.host = f.host;
   http.port = static_cast<uint16_t>(f.port);
@@ -173,7 +269,7 @@ int RunDecoderCommand(const DecoderFlags& f) {
            "decoder: listening on http://{}:{}; vision model {} ({} DiT blocks, autoguidance {}), store {}, sp {}, "
            "queue {}",
            f.host, server.port(), served, vd.transformer().config().depth_single_blocks,
-           vd.transformer2() ? "on" : "off", f.store, f.sp, f.max_queue);
+           vd.transformer2() ? "on" : "off", f.store, f.sp, MaxQueue(f));
   server.RunUntilSignal();
   adapter.Close();
   adapter.WaitIdle();

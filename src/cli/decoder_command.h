@@ -2,6 +2,10 @@
 // the vision decoder server (docs/DECODER.md). Loads the model, starts the
 // sequence-parallel ranks when --sp > 1, then listens; SIGTERM drains the
 // running request and answers the waiting ones 503.
+// `omniserve decoder --modality audio --model DIR --store URI --port P
+// [--max-batch N --workers N --max-queue N]`: the audio decoder server (the
+// unit vocoder: speech units in, a WAV/FLAC/MP3/Opus/AAC clip out). SIGTERM
+// drains the requests it holds; those no worker took by the deadline get 503.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +25,9 @@ struct DecoderFlags {
   int port = 8200;
   std::string served_model_name;
   int sp = 1;
-  int max_queue = 8;
+  int max_queue = -1;  // -1: the modality's default (vision 8, audio 32)
+  int max_batch = 8;   // audio: clips per vocoder forward
+  int workers = 8;     // audio: requests handled at once
   int threads = 0;  // compute threads per rank; 0: OMP_NUM_THREADS, else every core (divided among ranks)
   int default_steps = 25;
   int url_ttl_s = 3600;

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "cli/demo_model_command.h"
@@ -26,6 +27,7 @@ constexpr char kDemoModelName[] = "omni-demo";
 constexpr char kDemoVisionEncoderName[] = "omni-demo-ve";
 constexpr char kDemoAudioEncoderName[] = "omni-demo-ae";
 constexpr char kDemoVisionDecoderName[] = "omni-demo-vd";
+constexpr char kDemoAudioDecoderName[] = "omni-demo-ad";
 
 // The roles of the full stack, in start order; `up` starts the ones this
 // build has and says which it lacks.
@@ -137,63 +139,61 @@ std::string YamlQuoted(std::string_view s) {
   return out + "'";
 }
 
+// One single-server pool behind the gateway: an encoder or a decoder.
+struct SidePool {
+  std::string role;   // the gateway's pool role, also the pool's name
+  std::string model;  // served name
+  uint16_t port = 0;
+};
+
 // The gateway's config for the stack: one LLM pool over the replicas, picked
 // by llm-d's default weights (prefix 3, queue 2, KV utilization 2) after the
-// health and saturation filters (docs/GATEWAY.md); one vision encoder, one
-// audio encoder and one vision decoder pool, picked by the gateway's own count of requests
-// in flight. The stack's store
-// lets a precise-prefix-cache-scorer (a hand-edited config) score media parts.
+// health and saturation filters (docs/GATEWAY.md); one pool per encoder and
+// decoder, picked by the gateway's own count of requests in flight. The
+// stack's store lets a precise-prefix-cache-scorer (a hand-edited config)
+// score media parts.
 std::string GatewayYaml(const std::string& host, const std::vector<uint16_t>& llm_ports, const std::string& model,
-                        uint16_t encoder_port, const std::string& encoder_model, uint16_t audio_encoder_port,
-                        const std::string& audio_encoder_model, uint16_t decoder_port,
-                        const std::string& decoder_model, const std::string& store_uri) {
+                        const std::vector<SidePool>& side_pools, const std::string& store_uri) {
   std::string endpoints;
   for (uint16_t p : llm_ports) endpoints += (endpoints.empty() ? "\"" : ", \"") + HostPort(host, p) + "\"";
-  return "# Written by `omniserve up` at every start.\n"
-         "store: " + YamlQuoted(store_uri) + "\n"
-         "plugins:\n"
-         "- {type: health-filter}\n"
-         "- {type: saturation-filter}\n"
-         "- {type: prefix-cache-scorer}\n"
-         "- {type: queue-scorer}\n"
-         "- {type: kv-cache-utilization-scorer}\n"
-         "- {type: active-request-scorer}\n"
-         "- {type: max-score-picker}\n"
-         "schedulingProfiles:\n"
-         "- name: default\n"
-         "  plugins:\n"
-         "  - {pluginRef: health-filter}\n"
-         "  - {pluginRef: saturation-filter}\n"
-         "  - {pluginRef: prefix-cache-scorer, weight: 3}\n"
-         "  - {pluginRef: queue-scorer, weight: 2}\n"
-         "  - {pluginRef: kv-cache-utilization-scorer, weight: 2}\n"
-         "  - {pluginRef: max-score-picker}\n"
-         "- name: encoder\n"
-         "  plugins:\n"
-         "  - {pluginRef: health-filter}\n"
-         "  - {pluginRef: active-request-scorer, weight: 1}\n"
-         "  - {pluginRef: max-score-picker}\n"
-         "pools:\n"
-         "- name: llm\n"
-         "  role: llm\n"
-         "  models: [" + YamlQuoted(model) + "]\n"
-         "  endpoints: [" + endpoints + "]\n"
-         "  schedulingProfile: default\n"
-         "- name: vision-encoder\n"
-         "  role: vision-encoder\n"
-         "  models: [" + YamlQuoted(encoder_model) + "]\n"
-         "  endpoints: [\"" + HostPort(host, encoder_port) + "\"]\n"
-         "  schedulingProfile: encoder\n"
-         "- name: audio-encoder\n"
-         "  role: audio-encoder\n"
-         "  models: [" + YamlQuoted(audio_encoder_model) + "]\n"
-         "  endpoints: [\"" + HostPort(host, audio_encoder_port) + "\"]\n"
-         "  schedulingProfile: encoder\n"
-         "- name: vision-decoder\n"
-         "  role: vision-decoder\n"
-         "  models: [" + YamlQuoted(decoder_model) + "]\n"
-         "  endpoints: [\"" + HostPort(host, decoder_port) + "\"]\n"
-         "  schedulingProfile: encoder\n";
+  std::string yaml = "# Written by `omniserve up` at every start.\n"
+                     "store: " + YamlQuoted(store_uri) + "\n"
+                     "plugins:\n"
+                     "- {type: health-filter}\n"
+                     "- {type: saturation-filter}\n"
+                     "- {type: prefix-cache-scorer}\n"
+                     "- {type: queue-scorer}\n"
+                     "- {type: kv-cache-utilization-scorer}\n"
+                     "- {type: active-request-scorer}\n"
+                     "- {type: max-score-picker}\n"
+                     "schedulingProfiles:\n"
+                     "- name: default\n"
+                     "  plugins:\n"
+                     "  - {pluginRef: health-filter}\n"
+                     "  - {pluginRef: saturation-filter}\n"
+                     "  - {pluginRef: prefix-cache-scorer, weight: 3}\n"
+                     "  - {pluginRef: queue-scorer, weight: 2}\n"
+                     "  - {pluginRef: kv-cache-utilization-scorer, weight: 2}\n"
+                     "  - {pluginRef: max-score-picker}\n"
+                     "- name: encoder\n"
+                     "  plugins:\n"
+                     "  - {pluginRef: health-filter}\n"
+                     "  - {pluginRef: active-request-scorer, weight: 1}\n"
+                     "  - {pluginRef: max-score-picker}\n"
+                     "pools:\n"
+                     "- name: llm\n"
+                     "  role: llm\n"
+                     "  models: [" + YamlQuoted(model) + "]\n"
+                     "  endpoints: [" + endpoints + "]\n"
+                     "  schedulingProfile: default\n";
+  for (const SidePool& p : side_pools) {
+    yaml += "- name: " + p.role + "\n"
+            "  role: " + p.role + "\n"
+            "  models: [" + YamlQuoted(p.model) + "]\n"
+            "  endpoints: [\"" + HostPort(host, p.port) + "\"]\n"
+            "  schedulingProfile: encoder\n";
+  }
+  return yaml;
 }
 
 Status WriteFileAtomically(const std::string& path, const std::string& text) {
@@ -209,11 +209,28 @@ Status WriteFileAtomically(const std::string& path, const std::string& text) {
   return Status::Ok();
 }
 
+// ", voices: {name: {id: .., gender: .., age: ..}, ...}", or nothing.
+std::string VoicesYaml(const std::map<std::string, orchestrator::SpeakerSpec, std::less<>>& voices) {
+  if (voices.empty()) return "";
+  std::string yaml = ", voices: {";
+  bool first = true;
+  for (const auto& [name, spec] : voices) {
+    std::string fields;
+    for (const auto& [key, value] : {std::pair<const char*, const std::string&>{"id", spec.id}, {"gender", spec.gender},
+                                     {"age", spec.age}}) {
+      if (!value.empty()) fields += (fields.empty() ? "" : ", ") + std::string(key) + ": " + YamlQuoted(value);
+    }
+    yaml += (first ? "" : ", ") + YamlQuoted(name) + ": {" + fields + "}";
+    first = false;
+  }
+  return yaml + "}";
+}
+
 // The orchestrator's config for the stack: the gateway, the local store,
 // and every child on its /health report.
 std::string OrchestratorYaml(const std::string& gateway_url, const std::string& store_uri,
                              const orchestrator::OrchestratorTimeouts& t, const orchestrator::MediaConfig& media,
-                             const orchestrator::ImagesConfig& images,
+                             const orchestrator::ImagesConfig& images, const orchestrator::SpeechConfig& speech,
                              const std::vector<std::pair<std::string, std::string>>& components) {
   std::string yaml = "# Written by `omniserve up` at every start.\n"
                      "gateway: " + gateway_url + "\n"
@@ -239,6 +256,14 @@ std::string OrchestratorYaml(const std::string& gateway_url, const std::string& 
                      ", max_concurrent: " + std::to_string(images.max_concurrent) +
                      (images.public_url.empty() ? std::string() : ", public_url: " + YamlQuoted(images.public_url)) +
                      "}\n"
+                     "speech: {audio_decoder: " + YamlQuoted(speech.audio_decoder) +
+                     ", decode_s: " + std::to_string(speech.decode_timeout.count() / 1000) +
+                     ", url_ttl_s: " + std::to_string(speech.url_ttl.count()) +
+                     ", chunk_units: " + std::to_string(speech.chunk_units) +
+                     ", lookahead_units: " + std::to_string(speech.lookahead_units) +
+                     ", max_concurrent: " + std::to_string(speech.max_concurrent) +
+                     (speech.public_url.empty() ? std::string() : ", public_url: " + YamlQuoted(speech.public_url)) +
+                     VoicesYaml(speech.voices) + "}\n"
                      "health:\n"
                      "  interval_ms: 1000\n"
                      "  components:\n";
@@ -267,10 +292,12 @@ struct Plan {
   std::string audio_encoder_name;  // served
   std::string decoder_dir;
   std::string decoder_name;  // served
+  std::string audio_decoder_dir;
+  std::string audio_decoder_name;  // served
 };
 
 // `ports`: one per replica, then the gateway's, the vision encoder's, the
-// vision decoder's and the audio encoder's.
+// vision decoder's, the audio encoder's and the audio decoder's.
 StatusOr<Stack> StackChildren(const UpOptions& options, uint16_t client_port, const std::vector<uint16_t>& ports,
                               const std::string& data_dir, const Plan& plan, HttpClient& health_client) {
   const std::vector<std::string> global = {options.self_path, "--log-level", options.log_level, "--log-format",
@@ -325,14 +352,24 @@ StatusOr<Stack> StackChildren(const UpOptions& options, uint16_t client_port, co
                            std::to_string(plan.config.vision_decoder.threads > 0 ? plan.config.vision_decoder.threads
                                                                                  : threads)},
                           plan.config.vision_decoder.args, decoder_port));
+  const uint16_t audio_decoder_port = ports[plan.replicas + 4];
+  children.push_back(role("audio-decoder",
+                          {"decoder", "--modality", "audio", "--model", plan.audio_decoder_dir, "--served-model-name",
+                           plan.audio_decoder_name, "--store", plan.store, "--threads",
+                           std::to_string(plan.config.audio_decoder.threads > 0 ? plan.config.audio_decoder.threads
+                                                                                : threads)},
+                          plan.config.audio_decoder.args, audio_decoder_port));
   const std::string run_dir = data_dir + "/run";
   std::error_code ec;
   std::filesystem::create_directories(run_dir, ec);
   if (ec) return Internal("cannot create " + run_dir + ": " + ec.message());
   const std::string gateway_config = run_dir + "/gateway.yaml";
   OMNI_RETURN_IF_ERROR(WriteFileAtomically(
-      gateway_config, GatewayYaml(options.host, llm_ports, plan.model_name, encoder_port, plan.encoder_name,
-                                  audio_encoder_port, plan.audio_encoder_name, decoder_port, plan.decoder_name,
+      gateway_config, GatewayYaml(options.host, llm_ports, plan.model_name,
+                                  {{"vision-encoder", plan.encoder_name, encoder_port},
+                                   {"audio-encoder", plan.audio_encoder_name, audio_encoder_port},
+                                   {"vision-decoder", plan.decoder_name, decoder_port},
+                                   {"audio-decoder", plan.audio_decoder_name, audio_decoder_port}},
                                   plan.store)));
   const uint16_t gateway_port = ports[plan.replicas];
   children.push_back(role("gateway", {"gateway", "--config", gateway_config}, plan.config.gateway_args, gateway_port));
@@ -346,9 +383,11 @@ StatusOr<Stack> StackChildren(const UpOptions& options, uint16_t client_port, co
   orchestrator::ImagesConfig images = plan.config.orchestrator_images;
   images.vision_decoder = plan.decoder_name;
   images.llm_model = plan.model_name;
+  orchestrator::SpeechConfig speech = plan.config.orchestrator_speech;
+  speech.audio_decoder = plan.audio_decoder_name;
   OMNI_RETURN_IF_ERROR(WriteFileAtomically(
       orchestrator_config, OrchestratorYaml(BaseUrl(options.host, gateway_port), plan.store,
-                                            plan.config.orchestrator_timeouts, media, images, components)));
+                                            plan.config.orchestrator_timeouts, media, images, speech, components)));
   children.push_back(role("orchestrator", {"orchestrator", "--config", orchestrator_config},
                           plan.config.orchestrator_args, client_port));
   return stack;
@@ -408,6 +447,9 @@ StatusOr<Plan> MakePlan(const UpOptions& options, const std::string& data_dir) {
                                      .served_model_name = plan.config.vision_decoder.served_model_name};
   OMNI_RETURN_IF_ERROR(SettleComponent(options, data_dir, decoder, "vision_decoder", kDemoVisionDecoderName, "vd",
                                        "model_index.json", &plan.decoder_dir, &plan.decoder_name));
+  OMNI_RETURN_IF_ERROR(SettleComponent(options, data_dir, plan.config.audio_decoder, "audio_decoder",
+                                       kDemoAudioDecoderName, "ad", "spk_list.txt", &plan.audio_decoder_dir,
+                                       &plan.audio_decoder_name));
   plan.replicas = options.llm_replicas.value_or(plan.config.llm.replicas.value_or(2));
   plan.store = plan.config.store;
   if (plan.store.empty()) {
@@ -455,8 +497,8 @@ int RunUp(const UpOptions& options) {
     return plan.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
   // The replicas', the gateway's, the vision encoder's, the vision
-  // decoder's, the audio encoder's and (with --port 0) the client port.
-  StatusOr<std::vector<uint16_t>> ports = PickFreePorts(options.host, plan->replicas + 4 + (options.port == 0));
+  // decoder's, the audio encoder's, the audio decoder's and (with --port 0) the client port.
+  StatusOr<std::vector<uint16_t>> ports = PickFreePorts(options.host, plan->replicas + 5 + (options.port == 0));
   if (!ports.ok()) {
     OMNI_LOG(kError, "up: {}", ports.status().ToString());
     return 1;

@@ -81,6 +81,9 @@ StatusOr<StackConfig> ParseStackConfig(const ConfigNode& root) {
     OMNI_RETURN_IF_ERROR(ReadEncoder(*ae, "audio_encoder", &c.audio_encoder));
   }
   if (const ConfigNode* vd = r.GetNode("vision_decoder")) OMNI_RETURN_IF_ERROR(ReadVisionDecoder(*vd, &c.vision_decoder));
+  if (const ConfigNode* ad = r.GetNode("audio_decoder")) {
+    OMNI_RETURN_IF_ERROR(ReadEncoder(*ad, "audio_decoder", &c.audio_decoder));
+  }
   if (const ConfigNode* gateway = r.GetNode("gateway")) {
     ObjectReader g(*gateway, "gateway");
     OMNI_RETURN_IF_ERROR(g.CheckIsMap());
@@ -107,6 +110,11 @@ StatusOr<StackConfig> ParseStackConfig(const ConfigNode& root) {
                                      "images",
                                      "images.vision_decoder and images.llm_model are set by up itself (the served "
                                      "model names)"));
+    }
+    if (const ConfigNode* sp = o.GetNode("speech")) {
+      OMNI_RETURN_IF_ERROR(orchestrator::ReadSpeechConfig(*sp, o.ChildPath("speech"), &c.orchestrator_speech));
+      OMNI_RETURN_IF_ERROR(o.Require(c.orchestrator_speech.audio_decoder.empty(), "speech",
+                                     "speech.audio_decoder is set by up itself (the audio decoder's served name)"));
     }
     OMNI_RETURN_IF_ERROR(ReadArgs(o, {"--host", "--port", "--config"}, &c.orchestrator_args));
     OMNI_RETURN_IF_ERROR(o.Finish());

@@ -21,10 +21,13 @@
 //     served_model_name: seed-omni-8b-vd   # default: the folder's name
 //     threads: 8                           # compute threads per rank; default: as one LLM replica
 //     args: [--sp, "2"]                    # more `omniserve decoder` flags
+//   audio_decoder:                         # the encoders' keys, for the audio decoder
+//     model: /models/seed-omni-8b/ad       # default: the demo audio decoder (spk_list.txt marks the folder)
 //   gateway: {args: [--request-timeout-s, "900"]}
 //   orchestrator:
 //     timeouts: {llm_s: 900}               # as in the orchestrator's config (docs/ORCHESTRATOR.md)
 //     media: {fetch_allow_loopback: true}  # likewise (the encoders' names are set by up)
+//     speech: {voices: {alloy: {id: fkms}}}  # likewise (the audio decoder's name is set by up)
 //     args: [--max-body-bytes, "134217728"]
 //
 // Thread-safety: plain values.
@@ -65,10 +68,12 @@ struct StackConfig {
   Encoder vision_encoder;
   Encoder audio_encoder;
   VisionDecoder vision_decoder;
+  Encoder audio_decoder;  // `omniserve decoder --modality audio` (args: more decoder flags)
   std::vector<std::string> gateway_args;
   orchestrator::OrchestratorTimeouts orchestrator_timeouts;
   orchestrator::MediaConfig orchestrator_media;  // vision_encoder and audio_encoder are up's to set
   orchestrator::ImagesConfig orchestrator_images;  // vision_decoder is up's to set
+  orchestrator::SpeechConfig orchestrator_speech;  // audio_decoder is up's to set
   std::vector<std::string> orchestrator_args;
 };
 

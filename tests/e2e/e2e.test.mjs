@@ -118,7 +118,7 @@ test('GET /health reports every child of up, and /v1/models lists the demo model
   assert.equal(report.status, 'ok', JSON.stringify(report));
   assert.deepEqual(report.components.map((c) => [c.name, c.status]),
     [['gateway', 'ok'], ['store', 'ok'], ['llm-0', 'ok'], ['llm-1', 'ok'], ['vision-encoder', 'ok'], ['audio-encoder', 'ok'],
-      ['vision-decoder', 'ok']]);
+      ['vision-decoder', 'ok'], ['audio-decoder', 'ok']]);
   assert.equal(report.components[0].url, stack.urlOf('gateway'));
   assert.equal(report.components[2].url, stack.urlOf('llm-0'));
   const models = await client.models.list();

@@ -471,6 +471,11 @@ StatusOr<ChatRequest> ParseChatFields(const Json& root, MediaForm form) {
     OMNI_RETURN_IF_ERROR(IntValue(*budget, "thinking_token_budget", 0, kMaxInt, &b));
     req.thinking_token_budget = static_cast<int>(b);
   }
+  OMNI_RETURN_IF_ERROR(OptBool(root, "force_audio", "force_audio", &req.force_audio));
+  const ToolChoice::Mode mode = req.tool_choice.mode;
+  if (req.force_audio && (mode == ToolChoice::Mode::kNamed || mode == ToolChoice::Mode::kRequired)) {
+    return FieldError("force_audio", "cannot force both a tool call and speech");
+  }
   if (const Json* kw = Find(root, "chat_template_kwargs")) {
     if (!kw->is_object()) return TypeError("chat_template_kwargs", "an object");
     OMNI_RETURN_IF_ERROR(

@@ -103,6 +103,24 @@ TEST(OpenAiParseTest, BudgetBiasMinTokensAndSalt) {
   }
 }
 
+TEST(OpenAiParseTest, ForceAudioIsABooleanAndExcludesAForcedToolCall) {
+  EXPECT_FALSE(ParseChatRequest(Chat("")).value().force_audio);
+  EXPECT_TRUE(ParseChatRequest(Chat(R"("force_audio":true)")).value().force_audio);
+  EXPECT_FALSE(ParseChatRequest(Chat(R"("force_audio":null)")).value().force_audio);
+  EXPECT_TRUE(ParseChatRequest(Chat(R"("force_audio":true,"tool_choice":"none")")).value().force_audio);
+  EXPECT_TRUE(ParseChatRequest(Chat(R"("force_audio":true,"tool_choice":"auto")")).value().force_audio);
+  for (const char* extra : {R"("force_audio":"yes")", R"("force_audio":1)", R"("force_audio":{})",
+                            R"("force_audio":true,"tool_choice":"required")",
+                            R"("force_audio":true,"tool_choice":{"type":"function","function":{"name":"book"}})"}) {
+    StatusOr<ChatRequest> b = ParseChatRequest(Chat(extra));
+    ASSERT_FALSE(b.ok()) << extra;
+    EXPECT_EQ(b.status().code(), StatusCode::kInvalidArgument) << extra;
+    EXPECT_EQ(b.status().param(), "force_audio") << extra << ": " << b.status().ToString();
+  }
+  EXPECT_EQ(ParseChatRequest(Chat(R"("force_audio":true,"tool_choice":"required")")).status().message(),
+            "cannot force both a tool call and speech");
+}
+
 TEST(OpenAiParseTest, ToolJsonIsWrittenAsTheTemplatesTojson) {
   // json.dumps(x, ensure_ascii=False) of the same value, written by hand.
   const nlohmann::ordered_json v = nlohmann::ordered_json::parse(R"({"city":"서울","n":[1,2.5,true,null],"q":"a\"b\n"})");

@@ -78,6 +78,9 @@ struct ChatRequest {
   bool skip_reasoning = false;   // chat_template_kwargs.skip_reasoning
   // OmniServe's extra: the thought is closed after this many tokens.
   std::optional<int> thinking_token_budget;
+  // omniserve's extra (the orchestrator's audio output): after the thought
+  // the answer is a spoken block, returned as raw text in content.
+  bool force_audio = false;
   GenerationOptions options;
 };
 

@@ -221,12 +221,15 @@ StatusOr<PreparedGeneration> LlmService::PrepareChat(const ChatRequest& request)
   out.parse_output = true;
   out.starts_in_reasoning = !request.skip_reasoning;
   out.parse_tool_calls = request.tool_choice.mode != openai::ToolChoice::Mode::kNone;
+  out.raw_speech = request.force_audio;
   out.tools = std::make_shared<const std::vector<openai::ToolSpec>>(request.tool_specs);
   StatusOr<std::shared_ptr<const OutputGrammar>> grammar =
       OutputGrammar::Create(grammar_tokens_, OutputGrammar::Options{.starts_in_reasoning = out.starts_in_reasoning,
                                                                     .thinking_token_budget = request.thinking_token_budget,
                                                                     .tool_choice = request.tool_choice,
-                                                                    .tools = request.tool_specs});
+                                                                    .tools = request.tool_specs,
+                                                                    .force_audio = request.force_audio,
+                                                                    .max_tokens = out.sampling.max_tokens});
   OMNI_RETURN_IF_ERROR(grammar.status());
   out.grammar = std::move(grammar).value();
   OMNI_RETURN_IF_ERROR(ValidateOnce(&out));
@@ -305,6 +308,7 @@ void LlmService::SubmitRun(const std::shared_ptr<Run>& run) {
     if (request.parse_output) {
       parse = OutputParser::Options{.starts_in_reasoning = request.starts_in_reasoning,
                                     .parse_tool_calls = request.parse_tool_calls,
+                                    .raw_speech = request.raw_speech,
                                     .tools = *request.tools,
                                     .new_call_id = [this] { return NewId("chatcmpl-tool-"); }};
     }

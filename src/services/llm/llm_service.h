@@ -95,6 +95,7 @@ struct PreparedGeneration {
   bool parse_output = false;
   bool starts_in_reasoning = false;
   bool parse_tool_calls = true;
+  bool raw_speech = false;  // force_audio: the spoken block stays content, tags and units as generated
   std::shared_ptr<const std::vector<openai::ToolSpec>> tools;
   std::shared_ptr<const OutputGrammar> grammar;
 };

@@ -50,7 +50,9 @@ enum NumberPhase { kStart, kAfterMinus, kAfterZero, kInInteger, kAfterDot, kInFr
 class OutputConstraint final : public TokenConstraint {
  public:
   explicit OutputConstraint(std::shared_ptr<const OutputGrammar> grammar)
-      : grammar_(std::move(grammar)), todo_(grammar_->program().begin(), grammar_->program().end()) {}
+      : grammar_(std::move(grammar)), todo_(grammar_->program().begin(), grammar_->program().end()) {
+    BeginSpeech();
+  }
 
   bool AllowedNext(std::vector<TokenRange>* allowed) const override {
     if (todo_.empty()) return false;
@@ -90,6 +92,8 @@ class OutputConstraint final : public TokenConstraint {
         *allowed = RangesOf(std::move(next));
         return true;
       }
+      case Kind::kSpeech:
+        return false;  // expanded as soon as it is reached
       case Kind::kNumber: {
         const std::vector<TokenRange> end = One(s.tokens[0]);
         const bool more = s.progress < kMaxForcedNumberTokens;
@@ -112,6 +116,13 @@ class OutputConstraint final : public TokenConstraint {
   }
 
   void Accept(int32_t token) override {
+    ++produced_;
+    Advance(token);
+    BeginSpeech();
+  }
+
+ private:
+  void Advance(int32_t token) {
     if (todo_.empty()) return;
     const OmniGrammarTokens& t = grammar_->tokens();
     Segment& s = todo_.front();
@@ -160,6 +171,8 @@ class OutputConstraint final : public TokenConstraint {
         }
         return;
       }
+      case Kind::kSpeech:
+        return;
       case Kind::kNumber: {
         const bool is_end = token == s.tokens[0];
         const bool is_dot = InRanges(t.dot, token);
@@ -203,12 +216,27 @@ class OutputConstraint final : public TokenConstraint {
     }
   }
 
- private:
+  // A forced spoken answer is sized when it begins, from the tokens left.
+  void BeginSpeech() {
+    if (todo_.empty() || todo_.front().kind != Kind::kSpeech) return;
+    todo_.pop_front();
+    std::deque<Segment> speech;
+    grammar_->AppendSpeech(produced_, &speech);
+    todo_.insert(todo_.begin(), speech.begin(), speech.end());
+  }
+
   std::shared_ptr<const OutputGrammar> grammar_;
   std::deque<Segment> todo_;
+  int produced_ = 0;  // tokens accepted
 };
 
 }  // namespace
+
+SpeechSize SizeSpeech(int64_t budget, int literal) {
+  const int64_t room = budget - literal;
+  const int64_t text = std::clamp<int64_t>((room - kMinAudioUnits) / 5, 0, kMaxForcedStringTokens);
+  return {static_cast<int>(text), static_cast<int>(std::clamp<int64_t>(room - text, 0, kMaxAudioUnits))};
+}
 
 std::shared_ptr<const OmniGrammarTokens> OmniGrammarTokens::Resolve(const Tokenizer& tok, int32_t eos) {
   auto t = std::make_shared<OmniGrammarTokens>();
@@ -273,6 +301,19 @@ void OutputGrammar::AppendImageBlock(std::deque<Segment>* out) const {
   out->push_back(Literal({t.vision_eof, t.image_end}));
 }
 
+void OutputGrammar::AppendSpeech(int produced, std::deque<Segment>* out) const {
+  const OmniGrammarTokens& t = *tokens_;
+  const SpeechSize size = SizeSpeech(int64_t{options_.max_tokens} - produced, speech_literal_tokens());
+  out->push_back(Literal(transcript_open_));
+  // The first token of the close ends the text, even where it is a text token.
+  out->push_back(Segment{.kind = Kind::kRepeat, .tokens = transcript_close_, .ranges = t.text, .min = 0,
+                         .max = size.text});
+  // Fewer than the minimum only after a media block in the thought ran
+  // past the reserve: the answer is then cut by max_tokens.
+  out->push_back(Segment{.kind = Kind::kRepeat, .tokens = speech_end_, .ranges = t.audio_codes,
+                         .min = kMinAudioUnits, .max = std::max(kMinAudioUnits, size.units)});
+}
+
 void OutputGrammar::AppendToolArguments(size_t index, std::deque<Segment>* out) const {
   const std::vector<Segment>& args = tool_arguments_[index];
   out->insert(out->end(), args.begin(), args.end());
@@ -294,6 +335,36 @@ StatusOr<std::shared_ptr<const OutputGrammar>> OutputGrammar::Create(std::shared
     return InvalidArgument("this model's tokenizer has no single <tool_call> and </arg_value> tokens, so tool_choice '" +
                            std::string(mode == Mode::kNamed ? "function" : "required") + "' cannot be enforced")
         .WithParam("tool_choice");
+  }
+  // The thought's most tokens, </think> included, when it is bounded.
+  const bool thinks = options.starts_in_reasoning && !t.think_end.empty();
+  const int64_t thought_reserve =
+      thinks ? int64_t{options.thinking_token_budget.value_or(0)} + static_cast<int64_t>(t.think_end.size()) : 0;
+  if (options.force_audio) {
+    if (forced) return InvalidArgument("cannot force both a tool call and speech").WithParam("force_audio");
+    g->transcript_open_ = Ids(tok, "<assistant_transcript>");
+    g->transcript_close_ =
+        Ids(tok, "</assistant_transcript>\n<audio_decoder_call>" + std::string(kSpeakerInfoStart) + "{}" +
+                     std::string(kSpeakerInfoEnd) + "<discrete_audio>");
+    g->speech_end_ = Ids(tok, "</discrete_audio></audio_decoder_call>");
+    if (t.audio_codes.empty() || t.audio_end.empty() || t.eos < 0 || g->transcript_open_.empty() ||
+        g->transcript_close_.empty()) {
+      return InvalidArgument("this model's tokenizer has no audio unit tokens (<|audioN|>) or no end-of-turn token, "
+                             "so force_audio cannot be enforced")
+          .WithParam("force_audio");
+    }
+    g->speech_end_.push_back(t.eos);
+    const int literal = g->speech_literal_tokens();
+    if (SizeSpeech(options.max_tokens - thought_reserve, literal).units < kMinAudioUnits) {
+      return InvalidArgument("a spoken answer (force_audio) needs max_tokens of at least " +
+                             std::to_string(thought_reserve + literal + kMinAudioUnits) + ": " +
+                             std::to_string(literal) + " tokens of tags and " + std::to_string(kMinAudioUnits) +
+                             " audio units" +
+                             (thought_reserve > 0 ? " after a thought of up to " + std::to_string(thought_reserve)
+                                                  : std::string()) +
+                             "; this request allows " + std::to_string(options.max_tokens))
+          .WithParam("max_tokens");
+    }
   }
   if (forced) {
     for (const openai::ToolSpec& tool : g->tools_) {
@@ -336,8 +407,12 @@ StatusOr<std::shared_ptr<const OutputGrammar>> OutputGrammar::Create(std::shared
       g->tool_arguments_.push_back(std::move(segs));
     }
   }
-  if (options.starts_in_reasoning && !t.think_end.empty()) {
-    const int budget = options.thinking_token_budget.value_or(-1);
+  if (thinks) {
+    int budget = options.thinking_token_budget.value_or(-1);
+    if (options.force_audio && budget < 0) {
+      // Unbounded, the thought could leave no room for speech.
+      budget = options.max_tokens - static_cast<int>(t.think_end.size()) - g->speech_literal_tokens() - kMinAudioUnits;
+    }
     g->program_.push_back(Segment{.kind = Kind::kThought, .max = budget});
   }
   if (mode == Mode::kNamed) {
@@ -351,7 +426,11 @@ StatusOr<std::shared_ptr<const OutputGrammar>> OutputGrammar::Create(std::shared
     for (const openai::ToolSpec& tool : g->tools_) choice.alternatives.push_back(Ids(tok, tool.name + "\n"));
     g->program_.push_back(std::move(choice));
   }
-  g->program_.push_back(Segment{.kind = Kind::kFree, .ban_tool_call = mode == Mode::kNone});
+  if (options.force_audio) {
+    g->program_.push_back(Segment{.kind = Kind::kSpeech});
+  } else {
+    g->program_.push_back(Segment{.kind = Kind::kFree, .ban_tool_call = mode == Mode::kNone});
+  }
   return std::shared_ptr<const OutputGrammar>(std::move(g));
 }
 

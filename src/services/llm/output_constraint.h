@@ -14,6 +14,14 @@
 //                kMaxForcedStringTokens; t2i_model_generation's
 //                discrete_image_token is a whole image block
 //   tool_choice none  <tool_call> is never sampled
+//   forced speech force_audio: after the thought, exactly
+//                <assistant_transcript>, 0..T regular tokens,
+//                </assistant_transcript>\n<audio_decoder_call><speaker_info>{}
+//                </speaker_info><discrete_audio>, 3..U audio units,
+//                </discrete_audio></audio_decoder_call> and the end of the
+//                turn; T and U are sized (SizeSpeech) when the thought ends,
+//                from the completion tokens left, and a thought without a
+//                budget is closed early enough to leave room for 3 units
 //   media blocks once <|discrete_image_start|> is sampled (in the thought
 //                or after it), only what
 //                completes it: a ratio token, <|vision_token|>, 27 rows of
@@ -54,6 +62,17 @@ inline constexpr int kMaxAudioUnits = 2000;
 inline constexpr int kMaxForcedStringTokens = 256;
 inline constexpr int kMaxForcedNumberTokens = 6;  // digit tokens of one number part
 
+// What a forced spoken answer may hold in `budget` completion tokens,
+// `literal` of which its tags and the end of the turn take: a fifth of the
+// room beyond the minimum units for the transcript (units run 25 a second,
+// several per word, so most of the room is theirs), the rest for units.
+// units < kMinAudioUnits: no spoken answer fits.
+struct SpeechSize {
+  int text = 0;   // T: most transcript tokens
+  int units = 0;  // U: most audio units
+};
+SpeechSize SizeSpeech(int64_t budget, int literal);
+
 struct OmniGrammarTokens {
   // Resolves the ids from `tokenizer`, which must outlive the result; `eos`
   // ends a chat turn (<|im_end|>).
@@ -87,9 +106,12 @@ class OutputGrammar : public std::enable_shared_from_this<OutputGrammar> {
     std::optional<int> thinking_token_budget;
     openai::ToolChoice tool_choice;
     std::span<const openai::ToolSpec> tools;
+    bool force_audio = false;
+    int max_tokens = 0;  // the completion tokens a choice may produce; sizes forced speech
   };
-  // InvalidArgument (naming tool_choice) when forcing needs a marker this
-  // tokenizer lacks. Returns null when nothing is constrained at all.
+  // InvalidArgument (naming tool_choice or force_audio) when forcing needs a
+  // marker this tokenizer lacks; InvalidArgument naming max_tokens when
+  // forced speech does not fit. Returns null when nothing is constrained at all.
   static StatusOr<std::shared_ptr<const OutputGrammar>> Create(std::shared_ptr<const OmniGrammarTokens> tokens,
                                                                const Options& options);
 
@@ -104,6 +126,13 @@ class OutputGrammar : public std::enable_shared_from_this<OutputGrammar> {
   void AppendToolArguments(size_t index, std::deque<Segment>* out) const;
   // Appends the segments of an image block after <|discrete_image_start|>.
   void AppendImageBlock(std::deque<Segment>* out) const;
+  // Appends the segments of a forced spoken answer that starts after
+  // `produced` completion tokens.
+  void AppendSpeech(int produced, std::deque<Segment>* out) const;
+  // The tokens of a forced spoken answer's tags and the end of the turn.
+  int speech_literal_tokens() const {
+    return static_cast<int>(transcript_open_.size() + transcript_close_.size() + speech_end_.size());
+  }
 
  private:
   std::shared_ptr<const OmniGrammarTokens> tokens_;
@@ -112,6 +141,9 @@ class OutputGrammar : public std::enable_shared_from_this<OutputGrammar> {
   std::vector<Segment> program_;         // the start: thought, call, end
   // Per tool: the argument segments (after the name line) to </tool_call> and EOS.
   std::vector<std::vector<Segment>> tool_arguments_;
+  // force_audio: "<assistant_transcript>"; "</assistant_transcript>" through
+  // "<discrete_audio>"; "</discrete_audio></audio_decoder_call>" and EOS.
+  std::vector<int32_t> transcript_open_, transcript_close_, speech_end_;
 };
 
 struct OutputGrammar::Segment {
@@ -123,6 +155,7 @@ struct OutputGrammar::Segment {
     kRepeat,    // min..max tokens from `ranges`, then `tokens` (the end)
     kChoice,    // one of `alternatives` (token sequences); `next_tool` picks the call
     kNumber,    // integer or (with `fraction`) number, then `tokens`
+    kSpeech,    // a forced spoken answer, sized and expanded when reached
   };
   Kind kind = Kind::kFree;
   std::vector<int32_t> tokens;

@@ -139,8 +139,10 @@ bool OutputParser::Step(OutputDelta* out, bool at_end) {
       return false;
     }
     case State::kContent: {
-      std::vector<std::string_view> markers = {kAudioCallOpen, kAssistantTranscriptOpen, kAssistantTranscriptClose,
-                                               kUserTranscriptOpen};
+      std::vector<std::string_view> markers = {kUserTranscriptOpen};
+      if (!options_.raw_speech) {
+        markers.insert(markers.end(), {kAudioCallOpen, kAssistantTranscriptOpen, kAssistantTranscriptClose});
+      }
       if (options_.parse_tool_calls) markers.push_back(kToolCallOpen);
       size_t at = std::string::npos;
       std::string_view found;

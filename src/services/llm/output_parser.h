@@ -14,7 +14,9 @@
 //               and values trimmed, as vLLM's GLM-4.5 parser types them;
 //               <audio_decoder_call><speaker_info>{json}</speaker_info>
 //               <discrete_audio>units</discrete_audio></audio_decoder_call>
-//               becomes a call of `audio_synthesis` (OmniServe's parser).
+//               becomes a call of `audio_synthesis` (OmniServe's parser);
+//               with raw_speech (force_audio) both stay content as written,
+//               so the caller gets the units as they are generated.
 //
 // Streaming: text that could still be the start of a tag is held back, so
 // a tag split across pushes at any byte parses the same as whole. A tool
@@ -66,6 +68,7 @@ class OutputParser {
   struct Options {
     bool starts_in_reasoning = true;  // the prompt ended inside <think>
     bool parse_tool_calls = true;     // false: tool-call text stays content (tool_choice none)
+    bool raw_speech = false;          // transcript and audio tags stay content (force_audio)
     std::span<const openai::ToolSpec> tools;  // must outlive the parser
     std::function<std::string()> new_call_id;  // ids of tool calls
   };

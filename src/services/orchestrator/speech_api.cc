@@ -210,13 +210,14 @@ std::string SpeechApiChatBody(const SpeechApiRequest& request, std::string_view 
   if (!request.instructions.empty()) messages.push_back(Json{{"role", "system"}, {"content", request.instructions}});
   messages.push_back(Json{{"role", "user"}, {"content", SpeechInstruction(request.input)}});
   // Speech runs at about 15 characters and 25 units a second: room for the
-  // transcript and about twice the units the text needs.
+  // speech tags (93 tokens with the demo tokenizer), the transcript and about
+  // twice the units the text needs.
   const int64_t chars = static_cast<int64_t>(Utf8Chars(request.input));
   Json body = {{"messages", std::move(messages)},
                {"modalities", {"text", "audio"}},
                {"audio", {{"voice", request.voice}, {"format", "pcm16"}}},
                {"chat_template_kwargs", {{"skip_reasoning", true}}},
-               {"max_tokens", std::min<int64_t>(2400, 64 + 4 * chars)},
+               {"max_tokens", std::min<int64_t>(2400, 160 + 4 * chars)},
                {"stream", true},
                {"stream_options", {{"include_usage", true}}}};
   if (!model.empty()) body["model"] = std::string(model);

@@ -1,0 +1,99 @@
+// audio_decoder_bench: the unit BigVGAN vocoder's CPU numbers for
+// docs/PERFORMANCE.md (bench/audio_decoder/run.sh adds PyTorch on the same
+// weights, the served decoder and time to first audio).
+//   BM_Vocode10s        250 units (10 s) with the `bench` preset: time, real-time factor
+//   BM_Batch8x2s        8 clips of 50 units, as one VocodeBatch and one at a time
+// The preset's weights are written to $OMNI_BENCH_AD_DIR when set (run.sh
+// points PyTorch at the same folder), else to a temp folder.
+#include <benchmark/benchmark.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <vector>
+
+#include "core/check.h"
+#include "models/audio_decoder/demo_audio_decoder.h"
+#include "models/audio_decoder/unit_bigvgan.h"
+
+namespace omni {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+const models::UnitBigVgan& Vocoder() {
+  static const models::UnitBigVgan* vocoder = [] {
+    const char* env = std::getenv("OMNI_BENCH_AD_DIR");
+    const std::string dir = env != nullptr ? env
+                                           : (std::filesystem::temp_directory_path() /
+                                              ("audio_decoder_bench." + std::to_string(::getpid())))
+                                                 .string();
+    if (!std::filesystem::exists(dir + "/model.safetensors")) {
+      OMNI_CHECK(models::WriteDemoAudioDecoder(models::BenchAudioDecoderSpec(), dir).ok());
+    }
+    auto v = models::UnitBigVgan::Load(dir);
+    OMNI_CHECK(v.ok()) << v.status().ToString();
+    if (env == nullptr) std::filesystem::remove_all(dir);
+    return v->release();
+  }();
+  return *vocoder;
+}
+
+// The reference's unit sequence (tools/reference/audio_decoder_ref.py).
+std::vector<int32_t> Units(int n, int offset = 0) {
+  std::vector<int32_t> u(n);
+  for (int t = 0; t < n; ++t) u[t] = static_cast<int32_t>(((t + offset) * 2731 + 17) % 6561);
+  return u;
+}
+
+void BM_Vocode10s(benchmark::State& state) {
+  const models::UnitBigVgan& v = Vocoder();
+  const Tensor speaker = *v.SpeakerRow(0);
+  const std::vector<int32_t> units = Units(250);
+  (void)v.Vocode(units, speaker);  // primitives built
+  double seconds = 0;
+  for (auto _ : state) {
+    auto a = Clock::now();
+    auto wav = v.Vocode(units, speaker);
+    seconds += Seconds(a, Clock::now());
+    benchmark::DoNotOptimize(wav->data());
+  }
+  const double n = static_cast<double>(state.iterations());
+  state.counters["vocode_10s_ms"] = seconds / n * 1e3;
+  state.counters["real_time_factor"] = seconds / n / 10;
+}
+BENCHMARK(BM_Vocode10s)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+void BM_Batch8x2s(benchmark::State& state) {
+  const models::UnitBigVgan& v = Vocoder();
+  std::vector<std::vector<int32_t>> clips;
+  std::vector<Tensor> speakers;
+  for (int i = 0; i < 8; ++i) {
+    clips.push_back(Units(50 - 3 * i, 100 * i));  // 50 .. 29 units: different lengths, one 64-unit bucket
+    speakers.push_back(*v.SpeakerRow(i % 4));
+  }
+  (void)v.VocodeBatch(clips, speakers);
+  for (size_t i = 0; i < clips.size(); ++i) (void)v.Vocode(clips[i], speakers[i]);
+  double batched = 0, single = 0;
+  for (auto _ : state) {
+    auto a = Clock::now();
+    auto b = v.VocodeBatch(clips, speakers);
+    batched += Seconds(a, Clock::now());
+    a = Clock::now();
+    for (size_t i = 0; i < clips.size(); ++i) benchmark::DoNotOptimize(v.Vocode(clips[i], speakers[i])->data());
+    single += Seconds(a, Clock::now());
+  }
+  const double n = static_cast<double>(state.iterations());
+  state.counters["batched_ms"] = batched / n * 1e3;
+  state.counters["one_at_a_time_ms"] = single / n * 1e3;
+  state.counters["batch_speedup"] = single / batched;
+}
+BENCHMARK(BM_Batch8x2s)->Unit(benchmark::kMillisecond)->Iterations(2);
+
+}  // namespace
+}  // namespace omni
+
+BENCHMARK_MAIN();

@@ -1,0 +1,200 @@
+#include "services/decoder/audio_decoder_service.h"
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "core/base64.h"
+#include "core/check.h"
+#include "modelfile/tensor_object.h"
+#include "storage/content_hash.h"
+#include "storage/open_store.h"
+
+namespace omni::decoder {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+double MsSince(SteadyClock::time_point start) {
+  return std::chrono::duration<double, std::milli>(SteadyClock::now() - start).count();
+}
+
+// FNV-1a over the units: where an age band offers several voices, the same
+// units always get the same one (OmniServe draws at random).
+uint64_t UnitsHash(std::span<const int32_t> units) {
+  uint64_t h = 1469598103934665603ull;
+  for (int32_t u : units) {
+    for (int b = 0; b < 4; ++b) {
+      h ^= (static_cast<uint32_t>(u) >> (8 * b)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  }
+  return h;
+}
+
+}  // namespace
+
+VocodeBatcher::BatchFn VocodeBatchFn(const models::UnitBigVgan& model) {
+  return [&model](std::span<const VocodeInput* const> inputs) {
+    std::vector<std::vector<int32_t>> clips;
+    std::vector<Tensor> speakers;
+    clips.reserve(inputs.size());
+    speakers.reserve(inputs.size());
+    for (const VocodeInput* in : inputs) {
+      clips.emplace_back(in->units.begin(), in->units.end());  // VocodeBatch's clips own their units
+      speakers.push_back(in->speaker);  // shares the row's memory
+    }
+    return model.VocodeBatch(clips, speakers);
+  };
+}
+
+std::string AudioDecodeResultJson(const AudioDecodeResult& r, const AudioDecodeRequest& request,
+                                  std::string_view model) {
+  nlohmann::ordered_json j;
+  if (request.api == AudioDecodeApi::kOmniServe) {
+    // OmniServe's answer, plus our url and duration.
+    j["s3_key"] = r.key;
+    j["requested_format"] = request.requested_format;
+    j["content_type"] = r.mime;
+    j["size_bytes"] = r.bytes;
+    j["url"] = r.url;
+    j["duration"] = r.duration;
+    return j.dump();
+  }
+  j["object"] = "audio";
+  j["model"] = model;
+  if (!request.inline_audio) {
+    j["key"] = r.key;
+    j["uri"] = r.uri;
+    j["url"] = r.url;
+    j["expires_at"] = r.expires_at;
+  }
+  j["mime"] = r.mime;
+  j["format"] = media::AudioFormatName(r.format);
+  j["bytes"] = r.bytes;
+  j["sample_rate"] = r.sample_rate;
+  j["samples"] = r.samples;
+  j["duration"] = r.duration;
+  j["units"] = r.units;
+  j["speaker"] = r.speaker;
+  if (request.inline_audio) j["audio"] = Base64Encode(r.audio_bytes);
+  return j.dump();
+}
+
+AudioDecoderService::AudioDecoderService(AudioDecoderServiceOptions options, const models::UnitBigVgan& model,
+                                         const models::SpeakerTable& speakers, VocodeFn vocode)
+    : options_(std::move(options)),
+      model_(model),
+      speakers_(speakers),
+      vocode_(std::move(vocode)),
+      stage_seconds_(&options_.metrics->AddHistogram(
+          "omni_audio_decoder_stage_seconds", "Time per stage of a request: vocode, encode, store.", {"stage"},
+          {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30})) {
+  OMNI_CHECK(options_.store != nullptr && options_.clock != nullptr && vocode_) << "audio decoder service dependencies";
+  OMNI_CHECK(std::ssize(speakers_.names()) == model_.config().num_spk) << "speaker table and model disagree";
+  for (int64_t i = 0; i < model_.config().num_spk; ++i) {
+    StatusOr<Tensor> row = model_.SpeakerRow(i);
+    OMNI_CHECK(row.ok()) << row.status().ToString();
+    speaker_rows_.push_back(*std::move(row));
+  }
+}
+
+StatusOr<AudioDecoderService::Speaker> AudioDecoderService::ResolveSpeaker(const AudioDecodeRequest& request) const {
+  const SpeakerChoice& s = request.speaker;
+  int64_t row = 0;
+  if (!s.id.empty()) {
+    StatusOr<int64_t> found = speakers_.Index(s.id);
+    if (!found.ok()) return Status(found.status()).WithParam("speaker.id");
+    row = *found;
+  } else if (!s.ref_audio_param.empty()) {
+    return InvalidArgument(
+               "zero-shot speakers (a reference clip) are not supported by this decoder yet; name a speaker "
+               "\"id\", or a \"gender\" and \"age\"")
+        .WithParam(s.ref_audio_param)
+        .WithErrorCode("unsupported_speaker");
+  } else {
+    StatusOr<int64_t> voice = speakers_.ForVoice(s.gender, s.age, UnitsHash(request.units));
+    if (!voice.ok()) return Status(voice.status()).WithParam("speaker");
+    row = *voice;
+  }
+  return Speaker{.row = row, .name = speakers_.names()[static_cast<size_t>(row)]};
+}
+
+StatusOr<AudioDecodeResult> AudioDecoderService::Decode(const AudioDecodeRequest& request) const {
+  if (!request.model.empty() && request.model != options_.model_id) {
+    return ModelNotFound(request.model, options_.model_id);
+  }
+  OMNI_ASSIGN_OR_RETURN(Speaker speaker, ResolveSpeaker(request));
+  AudioDecodeResult r;
+  r.speaker = speaker.name;
+  r.format = request.format;
+  r.sample_rate = model_.config().sampling_rate;
+
+  // A range keeps the samples of units [first, last) of its window
+  // (UnitBigVgan::VocodeRange), vocoded from only the context the vocoder's
+  // receptive field needs around them: a stream's window is everything said
+  // so far, and each chunk costs its own length, not the window's.
+  int64_t begin = 0, end = std::ssize(request.units);
+  if (request.range) {
+    begin = request.range->first - request.range->window_start;
+    end = request.range->last - request.range->window_start;
+    if (begin < 0 || end > std::ssize(request.units) || begin >= end) {
+      return InvalidArgument("range: units [first, last) must be a non-empty part of the window").WithParam("range");
+    }
+  }
+  const models::UnitBigVgan::Context context = model_.context();
+  const int64_t lo = request.range ? std::max<int64_t>(0, begin - context.left) : 0;
+  const int64_t hi = request.range ? std::min<int64_t>(std::ssize(request.units), end + context.right) : end;
+  const auto t0 = SteadyClock::now();
+  const std::span<const int32_t> window(request.units.data() + lo, static_cast<size_t>(hi - lo));
+  const VocodeInput input{.units = window, .speaker = speaker_rows_[static_cast<size_t>(speaker.row)]};
+  OMNI_ASSIGN_OR_RETURN(std::vector<float> wave, vocode_(input));
+  const int64_t spu = model_.samples_per_unit();
+  if (std::ssize(wave) != (hi - lo) * spu) {
+    return Internal(fmt::format("the vocoder gave {} samples for {} units", wave.size(), hi - lo));
+  }
+  begin -= lo;
+  end -= lo;
+  const std::span<const float> kept(wave.data() + begin * spu, static_cast<size_t>((end - begin) * spu));
+  r.units = end - begin;
+  r.samples = std::ssize(kept);
+  r.duration = static_cast<double>(r.samples) / r.sample_rate;
+  r.times.vocode_ms = MsSince(t0);
+  stage_seconds_->WithLabels({"vocode"}).Observe(r.times.vocode_ms / 1e3);
+
+  const auto t1 = SteadyClock::now();
+  const std::vector<int16_t> pcm = models::ToPcm16(kept);
+  OMNI_ASSIGN_OR_RETURN(std::string bytes, media::EncodeAudio(pcm, r.sample_rate, request.format));
+  r.mime = std::string(media::AudioMimeType(request.format));
+  r.sha256 = Sha256Hex(bytes);
+  r.bytes = bytes.size();
+  r.times.encode_ms = MsSince(t1);
+  stage_seconds_->WithLabels({"encode"}).Observe(r.times.encode_ms / 1e3);
+
+  if (request.inline_audio) {
+    r.audio_bytes = std::move(bytes);
+    return r;
+  }
+  OMNI_RETURN_IF_ERROR(Store(bytes, &r));
+  return r;
+}
+
+Status AudioDecoderService::Store(const std::string& bytes, AudioDecodeResult* r) const {
+  const auto t0 = SteadyClock::now();
+  OMNI_ASSIGN_OR_RETURN(r->key, GeneratedMediaKey(options_.model_id, r->sha256, media::AudioFormatName(r->format)));
+  const ObjectMetadata meta = {{"seconds", fmt::format("{}", r->duration)},
+                               {"sample_rate", std::to_string(r->sample_rate)},
+                               {"samples", std::to_string(r->samples)},
+                               {"units", std::to_string(r->units)},
+                               {"speaker", r->speaker},
+                               {"model", options_.model_id}};
+  OMNI_RETURN_IF_ERROR(options_.store->Put(r->key, bytes, {.content_type = r->mime, .metadata = meta}));
+  OMNI_ASSIGN_OR_RETURN(r->uri, ObjectUriInStore(options_.store_uri, r->key));
+  const auto expires = options_.clock->WallNow() + options_.url_ttl;
+  OMNI_ASSIGN_OR_RETURN(r->url, options_.store->Presign(r->key, PresignMethod::kGet, options_.url_ttl));
+  r->expires_at = std::chrono::duration_cast<std::chrono::seconds>(expires.time_since_epoch()).count();
+  r->times.store_ms = MsSince(t0);
+  stage_seconds_->WithLabels({"store"}).Observe(r->times.store_ms / 1e3);
+  return Status::Ok();
+}
+
+}  // namespace omni::decoder

@@ -1,0 +1,115 @@
+// The audio decoder server's logic, without sockets: the LLM's speech units
+// in, a clip in the store out (DESIGN.md, "Roles": decoder --modality audio).
+//
+//   speaker   SpeakerTable: a named id, else (a reference clip: refused,
+//             400 unsupported_speaker) gender and age, else the default
+//             ("fkms"), OmniServe's precedence
+//   vocode    the unit BigVGAN through a ModelBatcher (services/model_batcher.h):
+//             requests that wait together share one forward; a range
+//             request vocodes its window and keeps units [first, last)
+//   encode    int16 as OmniServe truncates it (models::ToPcm16), then
+//             media::EncodeAudio: wav (default), flac, mp3, Ogg Opus, aac, pcm16
+//   store     gen/<model>/<sha256>.<ext>, content-addressed by the encoded
+//             bytes, with content type, seconds and sample rate as object
+//             metadata, and a presigned URL; with "inline" the bytes go back
+//             in the answer and nothing is stored
+//
+// Errors are Status: 400 unknown speaker or a refused one, 404 unknown
+// model, 503 the store failed, 500 the model failed.
+// Thread-safety: Decode is const and thread-safe when the vocode function is.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/status.h"
+#include "models/audio_decoder/speakers.h"
+#include "models/audio_decoder/unit_bigvgan.h"
+#include "net/metrics.h"
+#include "services/decoder/audio_decode_request.h"
+#include "services/model_batcher.h"
+#include "storage/object_store.h"
+#include "tensor/tensor.h"
+
+namespace omni::decoder {
+
+// One clip for the vocoder.
+struct VocodeInput {
+  std::span<const int32_t> units;  // [T], each in [0, num_units); viewed, not owned
+  Tensor speaker;                  // [spk_emb_dim] f32: a row of the speaker table
+};
+// The clip's samples: T * samples_per_unit, 24 kHz mono in [-1, 1].
+using VocodeFn = std::function<StatusOr<std::vector<float>>(const VocodeInput&)>;
+using VocodeBatcher = ModelBatcher<VocodeInput, std::vector<float>>;
+
+// The batcher's model call: UnitBigVgan::VocodeBatch over the inputs;
+// `model` outlives the batcher.
+VocodeBatcher::BatchFn VocodeBatchFn(const models::UnitBigVgan& model);
+
+struct AudioDecoderServiceOptions {
+  std::string model_id;            // the served name: requests' "model", and the key's model segment
+  ObjectStore* store = nullptr;    // required; outlives the service
+  std::string store_uri;           // its URI (for the objects' s3:// / file:// URIs)
+  std::chrono::seconds url_ttl{3600};
+  const Clock* clock = &Clock::Real();  // the answers' expires_at
+  MetricsRegistry* metrics = nullptr;   // required
+};
+
+struct AudioDecodeStageTimes {
+  double vocode_ms = 0, encode_ms = 0, store_ms = 0;
+};
+
+struct AudioDecodeResult {
+  std::string key, uri, url;  // empty when inline
+  int64_t expires_at = 0;     // the URL's expiry, unix seconds; 0 when inline
+  std::string sha256, mime;
+  media::AudioFormat format = media::AudioFormat::kWav;
+  std::string audio_bytes;    // kept only when inline
+  size_t bytes = 0;           // the encoded clip's size
+  int sample_rate = 0;
+  int64_t samples = 0;        // units * samples_per_unit
+  double duration = 0;        // samples / sample_rate, seconds
+  int64_t units = 0;          // units vocoded (last - first for a range)
+  std::string speaker;        // the speaker table's name
+  AudioDecodeStageTimes times;
+};
+
+// The answer's JSON in the request's API shape.
+std::string AudioDecodeResultJson(const AudioDecodeResult& result, const AudioDecodeRequest& request,
+                                  std::string_view model);
+
+class AudioDecoderService {
+ public:
+  // `model` and `speakers` outlive the service; `vocode` runs the model
+  // (through a batcher; tests wrap it).
+  AudioDecoderService(AudioDecoderServiceOptions options, const models::UnitBigVgan& model,
+                      const models::SpeakerTable& speakers, VocodeFn vocode);
+
+  StatusOr<AudioDecodeResult> Decode(const AudioDecodeRequest& request) const;
+
+  const std::string& model_id() const { return options_.model_id; }
+  int64_t num_units() const { return model_.config().num_units; }
+
+ private:
+  struct Speaker {
+    int64_t row = 0;
+    std::string name;
+  };
+  StatusOr<Speaker> ResolveSpeaker(const AudioDecodeRequest& request) const;
+  Status Store(const std::string& bytes, AudioDecodeResult* r) const;
+
+  AudioDecoderServiceOptions options_;
+  const models::UnitBigVgan& model_;
+  const models::SpeakerTable& speakers_;
+  VocodeFn vocode_;
+  std::vector<Tensor> speaker_rows_;  // [num_spk] of [spk_emb_dim] f32
+  HistogramFamily* stage_seconds_;
+};
+
+}  // namespace omni::decoder
