@@ -207,6 +207,63 @@ TEST(LlmServer, ChatNonStreamAndStreamAgreeWithUsage) {
   EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant");
 }
 
+size_t CountUnits(const std::string& text) {
+  size_t n = 0;
+  for (size_t p = text.find("<|audio"); p != std::string::npos; p = text.find("<|audio", p + 1)) ++n;
+  return n;
+}
+
+// force_audio (the orchestrator's audio output) makes the random demo model
+// speak: the block is raw content, each unit streamed in its own token's
+// delta. The demo tokenizer spells the tags in ~93 tokens, so 40 is too few.
+TEST(LlmServer, ForceAudioSpeaksAsRawContentStreamedUnitByUnit) {
+  TestServer& s = Shared();
+  const std::vector<Json> variants = {
+      {{"temperature", 0}},
+      {{"temperature", 1.0}, {"seed", 11}},
+      {{"temperature", 1.0}, {"seed", 12}, {"chat_template_kwargs", {{"skip_reasoning", false}}}},
+      {{"temperature", 0}, {"thinking_token_budget", 4}, {"chat_template_kwargs", {{"skip_reasoning", false}}}}};
+  for (const Json& variant : variants) {
+    SCOPED_TRACE(variant.dump());
+    Json body = Chat("Say hello", 140, {{"force_audio", true}});
+    body.update(variant);
+    Json a = s.PostJson("/v1/chat/completions", body);
+    const Json& message = a["choices"][0]["message"];
+    const std::string content = message["content"];
+    EXPECT_TRUE(content.starts_with("<assistant_transcript>")) << content;
+    EXPECT_NE(content.find("</assistant_transcript>\n<audio_decoder_call><speaker_info>{}</speaker_info>"
+                           "<discrete_audio><|audio"),
+              std::string::npos)
+        << content;
+    EXPECT_TRUE(content.ends_with("|></discrete_audio></audio_decoder_call>")) << content;
+    EXPECT_GE(CountUnits(content), 3u) << content;
+    EXPECT_TRUE(message["tool_calls"].empty());
+    EXPECT_EQ(a["choices"][0]["finish_reason"], "stop");
+    EXPECT_LE(a["usage"]["completion_tokens"].get<int>(), 140);
+
+    body["stream"] = true;
+    const std::vector<std::string> events = s.PostStream("/v1/chat/completions", body);
+    EXPECT_EQ(StreamedText(events, true), content);
+    size_t unit_deltas = 0;
+    for (size_t i = 0; i + 1 < events.size(); ++i) {
+      const Json delta = Json::parse(events[i])["choices"][0]["delta"];
+      if (!delta.contains("content")) continue;
+      const size_t units = CountUnits(delta["content"].get<std::string>());
+      EXPECT_LE(units, 1u) << delta;
+      unit_deltas += units;
+    }
+    EXPECT_EQ(unit_deltas, CountUnits(content));
+  }
+  HttpClientResponse small = s.Post("/v1/chat/completions", Chat("Say hello", 40, {{"force_audio", true}}).dump());
+  EXPECT_EQ(small.status, 400);
+  Json error = Json::parse(small.body)["error"];
+  EXPECT_EQ(error["param"], "max_tokens");
+  EXPECT_NE(error["message"].get<std::string>().find("needs max_tokens of at least"), std::string::npos) << error;
+  HttpClientResponse typed = s.Post("/v1/chat/completions", Chat("Say hello", 140, {{"force_audio", "yes"}}).dump());
+  EXPECT_EQ(typed.status, 400);
+  EXPECT_EQ(Json::parse(typed.body)["error"]["param"], "force_audio");
+}
+
 TEST(LlmServer, CompletionsTextAndTokenIdsStreamAndEcho) {
   TestServer& s = Shared();
   Json body = {{"model", "demo-llm"}, {"prompt", "The quick brown fox"}, {"max_tokens", 10},
