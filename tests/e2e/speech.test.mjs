@@ -59,7 +59,14 @@ function probe(bytes, name) {
   writeFileSync(file, bytes);
   const out = JSON.parse(execFileSync('ffprobe', ['-v', 'error', '-show_entries',
     'stream=sample_rate,channels:format=duration', '-of', 'json', file]).toString());
-  return { rate: Number(out.streams[0].sample_rate), channels: out.streams[0].channels, seconds: Number(out.format.duration) };
+  let seconds = Number(out.format.duration);
+  if (!Number.isFinite(seconds)) {
+    // A streamed FLAC carries no length in its header: decode it and count.
+    const pcm = execFileSync('ffmpeg', ['-v', 'error', '-i', file, '-f', 's16le', '-ac', '1', '-ar', String(RATE), '-'],
+      { maxBuffer: 1 << 28 });
+    seconds = pcm.length / 2 / RATE;
+  }
+  return { rate: Number(out.streams[0].sample_rate), channels: out.streams[0].channels, seconds };
 }
 
 const noUnitText = (value) => {
