@@ -1,5 +1,6 @@
 #include "services/orchestrator/client_url.h"
 
+#include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
 namespace omni::orchestrator {
@@ -43,6 +44,27 @@ std::string DecoderMessage(const HttpClientResponse& r) {
     return j["error"]["message"].get<std::string>();
   }
   return r.body.substr(0, 200);
+}
+
+std::optional<Status> DecoderCallFailure(const StatusOr<HttpClientResponse>& r, const DecoderNames& names) {
+  const std::string decoder(names.decoder);
+  if (!r.ok()) {
+    if (r.status().code() == StatusCode::kDeadlineExceeded) {
+      return DeadlineExceeded(fmt::format("{} did not answer within {} ({} s)", decoder, names.timeout_setting,
+                                          names.timeout.count() / 1000))
+          .WithErrorCode(std::string(names.timeout_code));
+    }
+    return Unavailable(decoder + " could not be reached through the gateway: " + r.status().message())
+        .WithErrorCode(std::string(names.unavailable_code));
+  }
+  if (r->status == 429) {
+    return ResourceExhausted(decoder + " is busy: " + DecoderMessage(*r) + "; retry later")
+        .WithErrorCode(std::string(names.busy_code));
+  }
+  if (r->status == 503 || r->status == 502) {
+    return Unavailable(decoder + " is unavailable: " + DecoderMessage(*r)).WithErrorCode(std::string(names.unavailable_code));
+  }
+  return std::nullopt;
 }
 
 }  // namespace omni::orchestrator

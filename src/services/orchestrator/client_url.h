@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -27,5 +28,17 @@ StatusOr<std::string> ClientUrl(ObjectStore& store, const ObjectUrlSigner* signe
 
 // The message of a decoder's OpenAI error body (or the body's start).
 std::string DecoderMessage(const HttpClientResponse& response);
+
+// How a decoder call's failures are named to clients.
+struct DecoderNames {
+  std::string_view decoder;           // "the vision decoder"
+  std::string_view timeout_setting;   // "images.decode_s"
+  std::chrono::milliseconds timeout;  // its value
+  std::string_view busy_code, unavailable_code, timeout_code;
+};
+// The OpenAI error of a call that failed or answered 429, 502 or 503 (the
+// decoder busy, gone or timed out); nullopt for any other answer, which
+// the caller reads.
+std::optional<Status> DecoderCallFailure(const StatusOr<HttpClientResponse>& response, const DecoderNames& names);
 
 }  // namespace omni::orchestrator

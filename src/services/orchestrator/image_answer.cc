@@ -6,6 +6,7 @@
 
 #include "api/openai/openai_types.h"
 #include "core/log.h"
+#include "services/orchestrator/sse_events.h"
 
 namespace omni::orchestrator {
 namespace {
@@ -344,36 +345,12 @@ bool ImageAnswerWriter::WriteLocked(std::string_view chunk, std::vector<size_t>*
   if (passthrough_) return client_->WriteNoWait(chunk);
   if (failed_) return false;  // the stream ended with an image's error: the upstream may stop
   partial_.append(chunk);
-  size_t start = 0;
-  for (size_t end; (end = partial_.find("\n\n", start)) != std::string::npos; start = end + 2) {
-    std::string_view event(partial_.data() + start, end - start);
-    // The data lines joined; an event with other fields (or none) goes on as it is.
-    std::string data;
-    bool plain = true, has_data = false;
-    size_t pos = 0;
-    while (pos <= event.size()) {
-      size_t nl = event.find('\n', pos);
-      if (nl == std::string_view::npos) nl = event.size();
-      std::string_view line = event.substr(pos, nl - pos);
-      if (line.starts_with("data:")) {
-        line.remove_prefix(5);
-        if (line.starts_with(' ')) line.remove_prefix(1);
-        if (has_data) data.push_back('\n');
-        data.append(line);
-        has_data = true;
-      } else if (!line.empty()) {
-        plain = false;
-      }
-      pos = nl + 1;
-    }
-    if (plain && has_data) {
-      EditEvent(data);
-    } else if (held_.empty()) {
-      client_->WriteNoWait(std::string(event) + "\n\n");
-    }
-    if (failed_) return false;
-  }
-  partial_.erase(0, start);
+  SplitSseEvents(
+      partial_, [this](const std::string& data) { EditEvent(data); },
+      [this](const std::string& event) {
+        if (held_.empty()) client_->WriteNoWait(event);
+      });
+  if (failed_) return false;
   starts->swap(to_start_);
   return !client_->client_gone();
 }

@@ -150,22 +150,13 @@ StatusOr<GeneratedImage> ImageStage::Decode(std::string_view tokens, const Image
     log::RequestLog(request_id).Info("orchestrator: image: the client went away; its decode was cancelled");
     return Cancelled("the client went away; the image's decode was cancelled");
   }
-  if (!r.ok()) {
-    if (r.status().code() == StatusCode::kDeadlineExceeded) {
-      return failed(DeadlineExceeded(fmt::format("the vision decoder did not answer within images.decode_s ({} s)",
-                                                 config_.images.decode_timeout.count() / 1000))
-                        .WithErrorCode("image_decode_timeout"));
-    }
-    return failed(Unavailable("the vision decoder could not be reached through the gateway: " + r.status().message())
-                      .WithErrorCode("decoder_unavailable"));
-  }
-  if (r->status == 429) {
-    return failed(ResourceExhausted("the vision decoder is busy: " + DecoderMessage(*r) + "; retry later")
-                      .WithErrorCode("decoder_busy"));
-  }
-  if (r->status == 503 || r->status == 502) {
-    return failed(Unavailable("the vision decoder is unavailable: " + DecoderMessage(*r))
-                      .WithErrorCode("decoder_unavailable"));
+  if (std::optional<Status> f = DecoderCallFailure(r, {.decoder = "the vision decoder",
+                                                       .timeout_setting = "images.decode_s",
+                                                       .timeout = config_.images.decode_timeout,
+                                                       .busy_code = "decoder_busy",
+                                                       .unavailable_code = "decoder_unavailable",
+                                                       .timeout_code = "image_decode_timeout"})) {
+    return failed(*f);
   }
   if (r->status != 200) {
     return failed(Internal(fmt::format("the vision decoder could not draw the model's image ({}): {}", r->status,

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/base64.h"
+#include "services/orchestrator/sse_events.h"
 
 namespace omni::orchestrator {
 namespace {
@@ -18,39 +19,6 @@ Status NoSpeech(size_t units) {
   return Internal("the model's answer holds " + std::to_string(units) +
                   " audio units, fewer than the 3 a spoken answer needs (was it cut short by max_tokens?)")
       .WithErrorCode("audio_missing");
-}
-
-// The data of every complete "data:" event in `partial` (consumed); other
-// events (no data, other fields) are handed to `other` as they are.
-template <typename OnData, typename OnOther>
-void SplitEvents(std::string& partial, OnData on_data, OnOther on_other) {
-  size_t start = 0;
-  for (size_t end; (end = partial.find("\n\n", start)) != std::string::npos; start = end + 2) {
-    const std::string_view event(partial.data() + start, end - start);
-    std::string data;
-    bool plain = true, has_data = false;
-    for (size_t pos = 0; pos <= event.size();) {
-      size_t nl = event.find('\n', pos);
-      if (nl == std::string_view::npos) nl = event.size();
-      std::string_view line = event.substr(pos, nl - pos);
-      if (line.starts_with("data:")) {
-        line.remove_prefix(5);
-        if (line.starts_with(' ')) line.remove_prefix(1);
-        if (has_data) data.push_back('\n');
-        data.append(line);
-        has_data = true;
-      } else if (!line.empty()) {
-        plain = false;
-      }
-      pos = nl + 1;
-    }
-    if (plain && has_data) {
-      on_data(data);
-    } else {
-      on_other(std::string(event) + "\n\n");
-    }
-  }
-  partial.erase(0, start);
 }
 
 }  // namespace
@@ -167,7 +135,7 @@ bool SpeechAnswerWriter::Write(std::string_view chunk) {
     if (passthrough_) return client_->WriteNoWait(chunk);
     if (failed_) return false;
     partial_.append(chunk);
-    SplitEvents(
+    SplitSseEvents(
         partial_, [&](const std::string& data) { EditEvent(data, &jobs); },
         [&](std::string event) { slots_.push_back(Slot{.data = "\x01" + std::move(event)}); });
     Flush();

@@ -109,22 +109,13 @@ StatusOr<SpokenAudio> SpeechStage::Decode(const SpeechJob& job, const std::strin
   up.headers.Set("content-type", "application/json");
   up.headers.Set("x-request-id", request_id);
   StatusOr<HttpClientResponse> r = upstream_.Request(up);
-  if (!r.ok()) {
-    if (r.status().code() == StatusCode::kDeadlineExceeded) {
-      return failed(DeadlineExceeded(fmt::format("the audio decoder did not answer within speech.decode_s ({} s)",
-                                                 config_.speech.decode_timeout.count() / 1000))
-                        .WithErrorCode("audio_decode_timeout"));
-    }
-    return failed(Unavailable("the audio decoder could not be reached through the gateway: " + r.status().message())
-                      .WithErrorCode("audio_decoder_unavailable"));
-  }
-  if (r->status == 429) {
-    return failed(ResourceExhausted("the audio decoder is busy: " + DecoderMessage(*r) + "; retry later")
-                      .WithErrorCode("audio_decoder_busy"));
-  }
-  if (r->status == 503 || r->status == 502) {
-    return failed(Unavailable("the audio decoder is unavailable: " + DecoderMessage(*r))
-                      .WithErrorCode("audio_decoder_unavailable"));
+  if (std::optional<Status> f = DecoderCallFailure(r, {.decoder = "the audio decoder",
+                                                       .timeout_setting = "speech.decode_s",
+                                                       .timeout = config_.speech.decode_timeout,
+                                                       .busy_code = "audio_decoder_busy",
+                                                       .unavailable_code = "audio_decoder_unavailable",
+                                                       .timeout_code = "audio_decode_timeout"})) {
+    return failed(*f);
   }
   if (r->status == 400 || r->status == 404) {  // what the request chose: its voice or speaker
     return failed(InvalidArgument("the audio decoder refused the request's voice: " + DecoderMessage(*r))
