@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -64,6 +65,32 @@ bool CheckServedName(const std::string& served, std::string_view extension) {
 
 // The audio decoder server: the unit vocoder behind its batcher, the
 // service and the HTTP adapter with its worker pool.
+// Serves `adapter`'s routes until SIGTERM or SIGINT, then drains: requests
+// already accepted keep being served; those still waiting at the drain
+// deadline get 503 server_shutdown. `announce` logs the listening line.
+// Returns the process's exit code.
+template <typename Adapter>
+int ServeDecoder(const DecoderFlags& f, MetricsRegistry& registry, Adapter& adapter,
+                 const std::function<void(uint16_t port)>& announce) {
+  HttpServerOptions http;
+  http.host = f.host;
+  http.port = static_cast<uint16_t>(f.port);
+  http.metrics = &registry;
+  http.max_body_bytes = 1 << 20;  // 729 image tokens are ~12 KB of text, 2000 audio units ~30 KB
+  http.drain_timeout = std::chrono::milliseconds(f.drain_timeout_ms);
+  HttpServer server(http);
+  adapter.RegisterRoutes(server);
+  server.SetDrainDeadlineHook([&adapter] { adapter.Close(); });
+  if (Status s = server.Start(); !s.ok()) {
+    OMNI_LOG(kError, "decoder: cannot serve {}:{}: {}", f.host, f.port, s.ToString());
+    return 1;
+  }
+  announce(server.port());
+  server.RunUntilSignal();
+  adapter.Close();
+  return 0;
+}
+
 int RunAudioDecoder(const DecoderFlags& f) {
   if (f.sp != 1) {
     OMNI_LOG(kError, "decoder: --sp is for the vision decoder; the audio decoder batches instead (--max-batch)");
@@ -105,28 +132,14 @@ int RunAudioDecoder(const DecoderFlags& f) {
                                        vocoder, *speakers,
                                        [&batcher](const decoder::VocodeInput& in) { return batcher.Forward(in); });
   decoder::AudioDecoderHttpAdapter adapter(service, registry, {.workers = f.workers, .max_queue = MaxQueue(f)});
-  HttpServerOptions http;
-  http.host = f.host;
-  http.port = static_cast<uint16_t>(f.port);
-  http.metrics = &registry;
-  http.max_body_bytes = 1 << 20;  // 2000 units are ~30 KB of <|audioN|> text
-  http.drain_timeout = std::chrono::milliseconds(f.drain_timeout_ms);
-  HttpServer server(http);
-  adapter.RegisterRoutes(server);
-  // On SIGTERM held requests keep being served; those no worker took by the
-  // drain deadline get 503 server_shutdown.
-  server.SetDrainDeadlineHook([&adapter] { adapter.Close(); });
-  if (Status s = server.Start(); !s.ok()) {
-    OMNI_LOG(kError, "decoder: cannot serve {}:{}: {}", f.host, f.port, s.ToString());
-    return 1;
-  }
-  OMNI_LOG(kInfo,
-           "decoder: listening on http://{}:{}; audio model {} ({} speakers, {} units, {} Hz, {} samples per unit), "
-           "store {}, {} workers, batches of up to {}, queue {}",
-           f.host, server.port(), served, speakers->names().size(), vocoder.config().num_units,
-           vocoder.config().sampling_rate, vocoder.samples_per_unit(), f.store, f.workers, f.max_batch, MaxQueue(f));
-  server.RunUntilSignal();
-  adapter.Close();
+  const int code = ServeDecoder(f, registry, adapter, [&](uint16_t port) {
+    OMNI_LOG(kInfo,
+             "decoder: listening on http://{}:{}; audio model {} ({} speakers, {} units, {} Hz, {} samples per unit), "
+             "store {}, {} workers, batches of up to {}, queue {}",
+             f.host, port, served, speakers->names().size(), vocoder.config().num_units,
+             vocoder.config().sampling_rate, vocoder.samples_per_unit(), f.store, f.workers, f.max_batch, MaxQueue(f));
+  });
+  if (code != 0) return code;
   adapter.WaitIdle(std::chrono::milliseconds(f.drain_timeout_ms));
   OMNI_LOG(kInfo, "decoder: stopped");
   return 0;
@@ -250,28 +263,14 @@ int RunDecoderCommand(const DecoderFlags& f) {
                                   std::move(generate));
   decoder::DecoderHttpAdapter adapter(service, registry,
                                       {.max_queue = MaxQueue(f), .vocab_size = static_cast<int>(vd.vocab_size())});
-  HttpServerOptions http;
-  http.host = f.host;
-  http.port = static_cast<uint16_t>(f.port);
-  http.metrics = &registry;
-  http.max_body_bytes = 1 << 20;  // 729 tokens are ~12 KB of text
-  http.drain_timeout = std::chrono::milliseconds(f.drain_timeout_ms);
-  HttpServer server(http);
-  adapter.RegisterRoutes(server);
-  // On SIGTERM accepted requests keep being drawn; those still waiting at
-  // the drain deadline get 503 server_shutdown.
-  server.SetDrainDeadlineHook([&adapter] { adapter.Close(); });
-  if (Status s = server.Start(); !s.ok()) {
-    OMNI_LOG(kError, "decoder: cannot serve {}:{}: {}", f.host, f.port, s.ToString());
-    return 1;
-  }
-  OMNI_LOG(kInfo,
-           "decoder: listening on http://{}:{}; vision model {} ({} DiT blocks, autoguidance {}), store {}, sp {}, "
-           "queue {}",
-           f.host, server.port(), served, vd.transformer().config().depth_single_blocks,
-           vd.transformer2() ? "on" : "off", f.store, f.sp, MaxQueue(f));
-  server.RunUntilSignal();
-  adapter.Close();
+  const int code = ServeDecoder(f, registry, adapter, [&](uint16_t port) {
+    OMNI_LOG(kInfo,
+             "decoder: listening on http://{}:{}; vision model {} ({} DiT blocks, autoguidance {}), store {}, sp {}, "
+             "queue {}",
+             f.host, port, served, vd.transformer().config().depth_single_blocks, vd.transformer2() ? "on" : "off",
+             f.store, f.sp, MaxQueue(f));
+  });
+  if (code != 0) return code;
   adapter.WaitIdle();
   group.reset();
   OMNI_LOG(kInfo, "decoder: stopped");
