@@ -9,7 +9,7 @@ CXX=clang++ cmake -S "$root" -B "$root/build-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=R
   -DOMNI_BUILD_TESTS=OFF -DOMNI_BUILD_BENCH=OFF -DOMNI_BUILD_FUZZ=ON >/dev/null
 targets=(safetensors_fuzz msgpack_fuzz model_peek_fuzz prometheus_text_fuzz http_request_fuzz http_response_fuzz chat_fuzz
   image_fuzz media_parsers_fuzz vision_tokens_fuzz decode_request_fuzz multipart_fuzz images_request_fuzz audio_fuzz video_fuzz
-  transcriptions_request_fuzz)
+  transcriptions_request_fuzz audio_decode_request_fuzz speech_api_request_fuzz speech_text_fuzz)
 cmake --build "$root/build-fuzz" -j "${OMNI_JOBS:-2}" --target "${targets[@]}"
 for t in "${targets[@]}"; do
   name="${t%_fuzz}"

@@ -7,7 +7,6 @@ namespace omni::orchestrator {
 namespace {
 
 constexpr std::string_view kUnitPrefix = "<|audio";
-constexpr size_t kLongestTag = 24;  // "</assistant_transcript>" and "<|audio6560|>" fit
 
 enum class Tag {
   kNone,
@@ -48,6 +47,7 @@ struct Match {
   Tag tag = Tag::kNone;
   int32_t unit = -1;
   bool partial = false;
+  bool is_unit = false;
 };
 
 Match MatchAt(std::string_view s) {
@@ -59,11 +59,13 @@ Match MatchAt(std::string_view s) {
     const std::string_view rest = s.substr(kUnitPrefix.size());
     size_t digits = 0;
     while (digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9') ++digits;
-    if (digits == rest.size()) return {.partial = digits <= 5};
-    if (digits > 0 && digits <= 5 && rest.substr(digits).starts_with("|>")) {
-      int32_t value = 0;
-      std::from_chars(rest.data(), rest.data() + digits, value);
-      return {kUnitPrefix.size() + digits + 2, Tag::kNone, value};
+    if (digits == rest.size()) return {.partial = true};
+    if (digits > 0 && rest.substr(digits).starts_with("|>")) {
+      // Any run of digits is a unit token, removed; one of up to 5 digits
+      // (the vocabulary has 6561) is kept, for the decoder to check.
+      int32_t value = -1;
+      if (digits <= 5) std::from_chars(rest.data(), rest.data() + digits, value);
+      return {kUnitPrefix.size() + digits + 2, Tag::kNone, value, false, true};
     }
     if (digits > 0 && rest.size() == digits + 1 && rest[digits] == '|') return {.partial = true};
     return {};
@@ -77,7 +79,7 @@ Match MatchAt(std::string_view s) {
 void SpeechTextScrubber::Emit(std::string_view text, Out* out) {
   switch (where_) {
     case Where::kText:
-      out->transcript.append(text);
+      text_.append(text);
       break;
     case Where::kSpeakerInfo:
       speaker_info_.append(text);
@@ -99,7 +101,7 @@ void SpeechTextScrubber::Scan(Out* out, bool final) {
     }
     Emit(std::string_view(held_).substr(pos, lt - pos), out);
     const std::string_view rest = std::string_view(held_).substr(lt);
-    const Match m = MatchAt(rest.substr(0, std::min(rest.size(), kLongestTag)));
+    const Match m = MatchAt(rest);
     if (m.partial && !final) {
       pos = lt;
       break;  // wait for more text
@@ -110,9 +112,11 @@ void SpeechTextScrubber::Scan(Out* out, bool final) {
       continue;
     }
     pos = lt + m.length;
-    if (m.unit >= 0) {
-      units_.push_back(m.unit);
-      out->units.push_back(m.unit);
+    if (m.is_unit) {
+      if (m.unit >= 0) {
+        units_.push_back(m.unit);
+        out->units.push_back(m.unit);
+      }
       continue;
     }
     switch (m.tag) {
@@ -138,6 +142,42 @@ void SpeechTextScrubber::Scan(Out* out, bool final) {
     }
   }
   held_.erase(0, pos);
+  Guard(out, final);
+}
+
+// The transcript as released must hold no tag or unit either: removing one
+// from the input can join the text around it into a new one
+// ("<|aud<speaker_info></speaker_info>io1|>"). Such joined patterns are
+// removed too, until none is left, and text from a '<' that may still begin
+// one stays here until it is known.
+void SpeechTextScrubber::Guard(Out* out, bool final) {
+  for (bool removed = true; removed;) {
+    removed = false;
+    for (size_t lt = text_.find('<'); lt != std::string::npos; lt = text_.find('<', lt + 1)) {
+      const Match m = MatchAt(std::string_view(text_).substr(lt));
+      if (m.length > 0) {
+        text_.erase(lt, m.length);
+        removed = true;
+        break;
+      }
+    }
+  }
+  // A '<' is safe once the text up to the next '<' can no longer begin a
+  // pattern: what follows that next '<' may still be removed, joining the
+  // rest to it.
+  size_t keep = text_.size();
+  if (!final) {
+    for (size_t lt = text_.find('<'); lt != std::string::npos; lt = text_.find('<', lt + 1)) {
+      const size_t next = text_.find('<', lt + 1);
+      const std::string_view segment(text_.data() + lt, (next == std::string::npos ? text_.size() : next) - lt);
+      if (MatchAt(segment).partial) {
+        keep = lt;
+        break;
+      }
+    }
+  }
+  out->transcript.append(text_, 0, keep);
+  text_.erase(0, keep);
 }
 
 SpeechTextScrubber::Out SpeechTextScrubber::Push(std::string_view piece) {

@@ -10,7 +10,9 @@
 // every tag) is handed back to pass on; the units of every <|audioN|> are
 // collected; <speaker_info> JSON is kept; <user_transcript> blocks and the
 // tags themselves are dropped. Text that may be the start of a tag or unit
-// is held back until it is known, so no tag or unit ever reaches a client.
+// is held back until it is known, and a tag or unit that removing another
+// would form from the text around it is removed too, so no tag or unit ever
+// reaches a client. A unit token of more than 5 digits is dropped.
 //
 // Thread-safety: not thread-safe (one per choice).
 #pragma once
@@ -42,8 +44,10 @@ class SpeechTextScrubber {
   enum class Where { kText, kUserTranscript, kSpeakerInfo, kAudio };
   void Scan(Out* out, bool final);
   void Emit(std::string_view text, Out* out);
+  void Guard(Out* out, bool final);
 
   std::string held_;
+  std::string text_;  // transcript text not yet released (Guard)
   Where where_ = Where::kText;
   bool in_audio_ = false;
   std::vector<int32_t> units_;

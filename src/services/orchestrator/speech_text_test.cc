@@ -58,5 +58,24 @@ TEST(SpeechTextScrubberTest, AnAnswerCutInsideItsBlockKeepsItsUnits) {
   EXPECT_EQ(out.transcript, "");  // the cut unit is inside the block: dropped
 }
 
+// Found by fuzz/speech_text_fuzz: unit tokens with long numbers, and text
+// that joins into a unit once a tag or unit between its parts is removed.
+TEST(SpeechTextScrubberTest, NoUnitReachesTheTranscriptEvenOneFormedByARemoval) {
+  for (std::string_view input : {"xx<|audio123456|>yy", "xx<|audio1<|audio2|>|>yy",
+                                 "xx<|aud<speaker_info></speaker_info>io1|>yy", "<|au<|au<|audio9|>dio8|>dio7|>"}) {
+    for (size_t n : {input.size(), size_t{1}, size_t{3}}) {
+      SpeechTextScrubber s;
+      std::string transcript;
+      for (size_t i = 0; i < input.size(); i += n) transcript += s.Push(input.substr(i, n)).transcript;
+      transcript += s.Finish().transcript;
+      EXPECT_EQ(transcript.find("<|audio"), std::string::npos) << input << " in pieces of " << n << ": " << transcript;
+    }
+  }
+  SpeechTextScrubber s;
+  s.Push("<|audio123456|><|audio5|>");
+  s.Finish();
+  EXPECT_EQ(s.units(), std::vector<int32_t>{5});  // a unit of 6 digits is dropped
+}
+
 }  // namespace
 }  // namespace omni::orchestrator
