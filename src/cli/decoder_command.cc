@@ -63,8 +63,6 @@ bool CheckServedName(const std::string& served, std::string_view extension) {
   return true;
 }
 
-// The audio decoder server: the unit vocoder behind its batcher, the
-// service and the HTTP adapter with its worker pool.
 // Serves `adapter`'s routes until SIGTERM or SIGINT, then drains: requests
 // already accepted keep being served; those still waiting at the drain
 // deadline get 503 server_shutdown. `announce` logs the listening line.
@@ -91,6 +89,8 @@ int ServeDecoder(const DecoderFlags& f, MetricsRegistry& registry, Adapter& adap
   return 0;
 }
 
+// The audio decoder server: the unit vocoder behind its batcher, the
+// service and the HTTP adapter with its worker pool.
 int RunAudioDecoder(const DecoderFlags& f) {
   if (f.sp != 1) {
     OMNI_LOG(kError, "decoder: --sp is for the vision decoder; the audio decoder batches instead (--max-batch)");
@@ -104,6 +104,8 @@ int RunAudioDecoder(const DecoderFlags& f) {
     return 2;
   }
   const models::UnitBigVgan& vocoder = **model;
+  // The fixed forward shapes' primitives, before the first request pays for them.
+  vocoder.WarmUp();
   auto speakers = models::SpeakerTable::Load(f.model, vocoder.config().num_spk);
   if (!speakers.ok()) {
     OMNI_LOG(kError, "decoder: {}", speakers.status().ToString());

@@ -168,8 +168,6 @@ Status ReadFile(const std::string& path, std::string* out) {
   return Status::Ok();
 }
 
-constexpr int64_t kLengthBucket = 32;
-
 // How far (in units, rounded up) an output sample can depend on units
 // before and after its own: every layer's reach in its own samples, over
 // the samples per unit at its rate. An anti-aliased activation reads 3
@@ -388,13 +386,15 @@ StatusOr<std::vector<std::vector<float>>> UnitBigVgan::VocodeBatch(std::span<con
     }
   }
   std::vector<std::vector<float>> out(clips.size());
-  // Groups that run as one forward: everything when causal (rows right-padded,
-  // each ending at its own length), clips of one length otherwise.
+  if (config_.causal) {
+    for (size_t i = 0; i < clips.size(); ++i) out[i] = VocodeWindowed(clips[i], speakers[i]);
+    return out;
+  }
+  // Centred: one forward per distinct length (padding would change the last samples).
   std::vector<std::vector<size_t>> groups;
   for (size_t i = 0; i < clips.size(); ++i) {
-    auto same = std::find_if(groups.begin(), groups.end(), [&](const std::vector<size_t>& g) {
-      return config_.causal || clips[g[0]].size() == clips[i].size();
-    });
+    auto same = std::find_if(groups.begin(), groups.end(),
+                             [&](const std::vector<size_t>& g) { return clips[g[0]].size() == clips[i].size(); });
     if (same == groups.end()) {
       groups.push_back({i});
     } else {
@@ -402,30 +402,69 @@ StatusOr<std::vector<std::vector<float>>> UnitBigVgan::VocodeBatch(std::span<con
     }
   }
   for (const std::vector<size_t>& g : groups) {
-    int64_t longest = 0;
-    for (size_t i : g) longest = std::max<int64_t>(longest, std::ssize(clips[i]));
-    // oneDNN builds (and keeps) primitives per input shape, which costs far
-    // more than a short clip's forward: a causal vocoder pads rows to a
-    // multiple of kLengthBucket units, so few shapes ever occur.
-    if (config_.causal) longest = (longest + kLengthBucket - 1) / kLengthBucket * kLengthBucket;
-    const int64_t rows = std::ssize(g);
-    Tensor ids = Tensor::Zeros({rows, longest}, DType::kI64);
+    const int64_t rows = std::ssize(g), length = std::ssize(clips[g[0]]);
+    Tensor ids = Tensor::Empty({rows, length}, DType::kI64);
     Tensor spk = Tensor::Empty({rows, config_.spk_emb_dim}, DType::kF32);
-    std::vector<int64_t> lengths;
     for (int64_t r = 0; r < rows; ++r) {
-      const std::vector<int32_t>& clip = clips[g[r]];
-      std::copy(clip.begin(), clip.end(), ids.data<int64_t>() + r * longest);
-      const Tensor s = speakers[g[r]].To(DType::kF32);
-      std::copy_n(s.data<float>(), config_.spk_emb_dim, spk.data<float>() + r * config_.spk_emb_dim);
-      lengths.push_back(std::ssize(clip));
+      std::copy(clips[g[r]].begin(), clips[g[r]].end(), ids.data<int64_t>() + r * length);
+      const Tensor sp = speakers[g[r]].To(DType::kF32);
+      std::copy_n(sp.data<float>(), config_.spk_emb_dim, spk.data<float>() + r * config_.spk_emb_dim);
     }
-    const Tensor wav = Forward(ids, spk, config_.causal ? std::span<const int64_t>(lengths) : std::span<const int64_t>());
+    const Tensor wav = Forward(ids, spk);
     for (int64_t r = 0; r < rows; ++r) {
       const float* row = wav.data<float>() + r * wav.dim(1);
-      out[g[r]].assign(row, row + lengths[r] * samples_per_unit());
+      out[g[r]].assign(row, row + wav.dim(1));
     }
   }
   return out;
+}
+
+std::vector<int64_t> UnitBigVgan::Windows() const {
+  const int64_t context = context_.left + context_.right;
+  return {64, 128, std::max<int64_t>(320, (4 * context + 63) / 64 * 64)};
+}
+
+std::vector<float> UnitBigVgan::VocodeWindow(std::span<const int32_t> units, const Tensor& speaker, int64_t window,
+                                             int64_t keep_first, int64_t keep_last) const {
+  Tensor ids = Tensor::Zeros({1, window}, DType::kI64);
+  std::copy(units.begin(), units.end(), ids.data<int64_t>());
+  const int64_t length = std::ssize(units);
+  const Tensor wav = Forward(ids, speaker.To(DType::kF32).Reshape({1, config_.spk_emb_dim}),
+                             std::span<const int64_t>(&length, 1));
+  const int64_t spu = samples_per_unit();
+  return std::vector<float>(wav.data<float>() + keep_first * spu, wav.data<float>() + keep_last * spu);
+}
+
+std::vector<float> UnitBigVgan::VocodeWindowed(std::span<const int32_t> units, const Tensor& speaker) const {
+  const std::vector<int64_t> windows = Windows();
+  const int64_t n = std::ssize(units), big = windows.back();
+  if (n <= big) {
+    const int64_t w = *std::find_if(windows.begin(), windows.end(), [n](int64_t x) { return x >= n; });
+    return VocodeWindow(units, speaker, w, 0, n);
+  }
+  // Longer: chunks of the big window, each with the receptive field's
+  // context (cut at the ends), exactly the one-shot samples.
+  const int64_t chunk = big - context_.left - context_.right;
+  std::vector<float> out;
+  out.reserve(static_cast<size_t>(n * samples_per_unit()));
+  for (int64_t first = 0; first < n; first += chunk) {
+    const int64_t last = std::min(n, first + chunk);
+    const int64_t lo = std::max<int64_t>(0, first - context_.left), hi = std::min(n, last + context_.right);
+    const std::vector<float> part =
+        VocodeWindow(units.subspan(static_cast<size_t>(lo), static_cast<size_t>(hi - lo)), speaker, big, first - lo,
+                     last - lo);
+    out.insert(out.end(), part.begin(), part.end());
+  }
+  return out;
+}
+
+void UnitBigVgan::WarmUp() const {
+  if (!config_.causal) return;
+  const Tensor speaker = impl_->spk_emb.Slice(0, 0, 1).Reshape({config_.spk_emb_dim}).Copy();
+  for (int64_t w : Windows()) {
+    const std::vector<int32_t> units(static_cast<size_t>(w), 0);
+    (void)VocodeWindow(units, speaker, w, 0, 1);
+  }
 }
 
 StatusOr<std::vector<float>> UnitBigVgan::VocodeRange(std::span<const int32_t> window, int64_t window_start,

@@ -65,13 +65,26 @@ class UnitBigVgan {
   StatusOr<std::vector<float>> Vocode(std::span<const int32_t> units, const Tensor& speaker,
                                       const ActivationCallback* callback = nullptr) const;
 
-  // Several clips, each with its speaker, batched: the same samples as one
-  // Vocode per clip. A causal vocoder runs them all as one forward, shorter
-  // rows right-padded (a causal convolution never reads ahead, and the
-  // activations end each row at its own length); a centred one runs one
-  // forward per distinct length.
+  // Several clips, each with its speaker: the samples of each clip's own
+  // one-shot forward.
+  //
+  // oneDNN builds primitives per input shape, and on this CPU that costs
+  // seconds for the whole net (far more than a short clip's forward), so a
+  // causal vocoder runs only fixed shapes: each clip is one row right-padded
+  // to the smallest of Windows() that holds it (the activations end the row
+  // at its own length; a causal convolution never reads ahead), and a longer
+  // clip is vocoded in chunks of the largest window with the receptive
+  // field's context around each (exact: context()). Rows run one forward
+  // each: a batched forward of 8 rows measured 0.8x of one row at a time on
+  // 2 cores (docs/PERFORMANCE.md). A centred vocoder runs one forward per
+  // distinct length, its clips stacked.
   StatusOr<std::vector<std::vector<float>>> VocodeBatch(std::span<const std::vector<int32_t>> clips,
                                                         std::span<const Tensor> speakers) const;
+  // The window lengths (units) a causal vocoder's forwards use, ascending.
+  std::vector<int64_t> Windows() const;
+  // Builds the primitives of every window's shape (a causal vocoder), so the
+  // first requests do not pay for them. Takes seconds.
+  void WarmUp() const;
 
   // Chunked vocoding. Units [first, last) of a longer sequence, vocoded
   // from `window` (a slice of the sequence starting at unit window_start,
@@ -98,6 +111,11 @@ class UnitBigVgan {
  private:
   struct Impl;
   explicit UnitBigVgan(UnitBigVganConfig config);
+
+  // Causal: one clip through fixed windows; one window's forward.
+  std::vector<float> VocodeWindowed(std::span<const int32_t> units, const Tensor& speaker) const;
+  std::vector<float> VocodeWindow(std::span<const int32_t> units, const Tensor& speaker, int64_t window,
+                                  int64_t keep_first, int64_t keep_last) const;
 
   UnitBigVganConfig config_;
   Context context_;

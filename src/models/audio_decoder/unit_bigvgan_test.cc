@@ -250,6 +250,29 @@ TEST_P(UnitBigVganTest, ChunksWithTheirContextJoinToTheOneShotWaveform) {
   EXPECT_FALSE((*vocoder)->VocodeRange(units, 0, 10, 70, speaker).ok());
 }
 
+// A clip longer than the largest window is vocoded in windows with their
+// context: the same samples as one forward over the whole clip.
+TEST(UnitBigVganWindowsTest, AClipLongerThanTheLargestWindowIsTheOneShotWaveform) {
+  auto vocoder = UnitBigVgan::Load(DemoDir(true));
+  ASSERT_TRUE(vocoder.ok());
+  const int64_t n = (*vocoder)->Windows().back() + 10;
+  std::vector<int32_t> units(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) units[i] = static_cast<int32_t>((i * 911 + 7) % 6561);
+  const Tensor speaker = *(*vocoder)->SpeakerRow(3);
+  auto windowed = (*vocoder)->Vocode(units, speaker);
+  ASSERT_TRUE(windowed.ok());
+  Tensor ids = Tensor::Empty({1, n}, DType::kI64);
+  std::copy(units.begin(), units.end(), ids.data<int64_t>());
+  const Tensor whole = (*vocoder)->Forward(ids, speaker.Reshape({1, speaker.numel()}));
+  ASSERT_EQ(std::ssize(*windowed), whole.numel());
+  double worst = 0;
+  for (int64_t i = 0; i < whole.numel(); ++i) {
+    worst = std::max(worst, static_cast<double>(std::abs((*windowed)[i] - whole.data<float>()[i])));
+  }
+  EXPECT_LE(worst, 1e-6);
+  fs::remove_all(TempDir("omni_ad_causal"));
+}
+
 INSTANTIATE_TEST_SUITE_P(Padding, UnitBigVganTest, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "Causal" : "Centred"; });
 
