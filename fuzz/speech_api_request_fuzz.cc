@@ -12,9 +12,10 @@
 // body is a JSON object that speaks that text in that voice (streamed,
 // pcm16, max_tokens in [160, 2400]) and whose audio options our own chat-side
 // parser accepts with the same voice. Accepted audio options have a known
-// format and a speaker that names something; ForceAudioBody's result is a
-// JSON object with force_audio and without modalities and audio (so it asks
-// for no audio options again).
+// format and a speaker that names something (is_ref_audio: true always a
+// reference clip); ForceAudioBody's result is a JSON object with force_audio
+// and without modalities, audio and is_ref_audio (so it asks for no audio
+// options again).
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
@@ -97,7 +98,8 @@ void CheckSpeechOptions(std::string_view body) {
   if (!o.ok()) {
     OMNI_CHECK(o.status().code() == StatusCode::kInvalidArgument) << o.status().ToString();
     OMNI_CHECK(!o.status().message().empty());
-    OMNI_CHECK(OneOf(o.status().param(), {"modalities", "audio", "audio.voice", "audio.format", "audio.speaker"}))
+    OMNI_CHECK(OneOf(o.status().param(),
+                     {"modalities", "audio", "audio.voice", "audio.format", "audio.speaker", "is_ref_audio"}))
         << o.status().param();
     return;
   }
@@ -110,7 +112,12 @@ void CheckSpeechOptions(std::string_view body) {
     OMNI_CHECK(OneOf(opts.format, {"wav", "mp3", "flac", "opus", "aac", "pcm16"})) << opts.format;
     OMNI_CHECK(media::ParseAudioFormat(opts.format).ok()) << opts.format;
     if (opts.speaker) {
-      OMNI_CHECK(!opts.speaker->id.empty() || !opts.speaker->gender.empty() || !opts.speaker->age.empty());
+      OMNI_CHECK(!opts.speaker->id.empty() || !opts.speaker->gender.empty() || !opts.speaker->age.empty() ||
+                 !opts.speaker->ref_audio.empty());
+    }
+    // is_ref_audio: true always names a clip (or was refused above).
+    if (j.contains("is_ref_audio") && j["is_ref_audio"] == true) {
+      OMNI_CHECK(opts.speaker && !opts.speaker->ref_audio.empty());
     }
   }
 
@@ -124,7 +131,7 @@ void CheckSpeechOptions(std::string_view body) {
   Json f = Json::parse(*forced, nullptr, false);
   OMNI_CHECK(f.is_object()) << *forced;
   OMNI_CHECK(f["force_audio"] == true);
-  OMNI_CHECK(!f.contains("modalities") && !f.contains("audio"));
+  OMNI_CHECK(!f.contains("modalities") && !f.contains("audio") && !f.contains("is_ref_audio"));
   StatusOr<std::optional<SpeechRequestOptions>> again = ParseSpeechOptions(*forced);
   OMNI_CHECK(again.ok() && !again->has_value());
 }

@@ -18,6 +18,7 @@
 #include "models/vision_decoder/vision_decoder.h"
 #include "net/http_server.h"
 #include "ops/threading.h"
+#include "media/media_fetch.h"
 #include "services/decoder/audio_decoder_http.h"
 #include "services/decoder/audio_decoder_service.h"
 #include "services/decoder/decoder_http.h"
@@ -74,7 +75,10 @@ int ServeDecoder(const DecoderFlags& f, MetricsRegistry& registry, Adapter& adap
   http.host = f.host;
   http.port = static_cast<uint16_t>(f.port);
   http.metrics = &registry;
-  http.max_body_bytes = 1 << 20;  // 729 image tokens are ~12 KB of text, 2000 audio units ~30 KB
+  // 729 image tokens are ~12 KB of text, 2000 audio units ~30 KB; an audio
+  // request may also carry its reference clip inline (base64).
+  http.max_body_bytes = f.modality == "audio" ? static_cast<size_t>(f.fetch.max_media_bytes) * 4 / 3 + (1 << 20)
+                                              : size_t{1} << 20;
   http.drain_timeout = std::chrono::milliseconds(f.drain_timeout_ms);
   HttpServer server(http);
   adapter.RegisterRoutes(server);
@@ -123,22 +127,66 @@ int RunAudioDecoder(const DecoderFlags& f) {
   std::unique_ptr<ObjectStore> store = std::move(opened).value();
   const std::string served = ServedName(f);
   if (!CheckServedName(served, "wav")) return 2;
+
+  // Zero-shot speakers: a second checkpoint whose speaker encoder takes
+  // reference clips, with its own batcher, and the fetcher of the clips.
+  std::string zero_shot_dir = f.zeroshot_model;
+  if (zero_shot_dir.empty() && std::filesystem::exists(std::filesystem::path(f.model) / "zeroshot" / "config.json")) {
+    zero_shot_dir = (std::filesystem::path(f.model) / "zeroshot").string();
+  }
+  std::unique_ptr<models::UnitBigVgan> zero_shot;
+  if (!zero_shot_dir.empty() && zero_shot_dir != "none") {
+    auto loaded = models::UnitBigVgan::Load(zero_shot_dir);
+    if (!loaded.ok() || !(*loaded)->zero_shot()) {
+      OMNI_LOG(kError, "decoder: --zeroshot-model {}: {}", zero_shot_dir,
+               loaded.ok() ? "has a speaker table (finetune true), not a speaker encoder" : loaded.status().ToString());
+      return 2;
+    }
+    zero_shot = *std::move(loaded);
+    const models::UnitBigVganConfig& a = vocoder.config();
+    const models::UnitBigVganConfig& b = zero_shot->config();
+    if (a.num_units != b.num_units || a.sampling_rate != b.sampling_rate ||
+        vocoder.samples_per_unit() != zero_shot->samples_per_unit()) {
+      OMNI_LOG(kError, "decoder: --zeroshot-model {}: its units, rate or samples per unit differ from --model's",
+               zero_shot_dir);
+      return 2;
+    }
+    zero_shot->WarmUp();
+  }
+  auto fetch = MakeMediaFetcher(f.fetch, media::S3ReaderForStore(store.get(), f.store));
+  if (!fetch.ok()) {
+    OMNI_LOG(kError, "decoder: {}", fetch.status().message());
+    return 2;
+  }
   MetricsRegistry registry;
   AddProcessInfoMetrics(registry);
   decoder::VocodeBatcher batcher(decoder::VocodeBatchFn(vocoder), f.max_batch, &registry, "omni_audio_decoder");
+  std::unique_ptr<decoder::VocodeBatcher> zero_shot_batcher;
+  decoder::VocodeFn vocode_zero_shot;
+  if (zero_shot) {
+    zero_shot_batcher = std::make_unique<decoder::VocodeBatcher>(decoder::VocodeBatchFn(*zero_shot), f.max_batch,
+                                                                 &registry, "omni_audio_decoder_zeroshot");
+    vocode_zero_shot = [&zero_shot_batcher](const decoder::VocodeInput& in) { return zero_shot_batcher->Forward(in); };
+  }
   decoder::AudioDecoderService service({.model_id = served,
                                         .store = store.get(),
                                         .store_uri = f.store,
                                         .url_ttl = std::chrono::seconds(f.url_ttl_s),
-                                        .metrics = &registry},
+                                        .metrics = &registry,
+                                        .zero_shot = zero_shot.get(),
+                                        .vocode_zero_shot = vocode_zero_shot,
+                                        .fetcher = zero_shot ? fetch->fetcher.get() : nullptr,
+                                        .max_ref_audio_seconds = f.max_ref_audio_seconds},
                                        vocoder, *speakers,
                                        [&batcher](const decoder::VocodeInput& in) { return batcher.Forward(in); });
   decoder::AudioDecoderHttpAdapter adapter(service, registry, {.workers = f.workers, .max_queue = MaxQueue(f)});
   const int code = ServeDecoder(f, registry, adapter, [&](uint16_t port) {
     OMNI_LOG(kInfo,
-             "decoder: listening on http://{}:{}; audio model {} ({} speakers, {} units, {} Hz, {} samples per unit), "
-             "store {}, {} workers, batches of up to {}, queue {}",
-             f.host, port, served, speakers->names().size(), vocoder.config().num_units,
+             "decoder: listening on http://{}:{}; audio model {} ({} speakers, {}, {} units, {} Hz, {} samples per "
+             "unit), store {}, {} workers, batches of up to {}, queue {}",
+             f.host, port, served, speakers->names().size(),
+             zero_shot ? "zero-shot speakers from " + zero_shot_dir : std::string("no zero-shot speakers"),
+             vocoder.config().num_units,
              vocoder.config().sampling_rate, vocoder.samples_per_unit(), f.store, f.workers, f.max_batch, MaxQueue(f));
   });
   if (code != 0) return code;
@@ -173,6 +221,14 @@ CLI::App* AddDecoderCommand(CLI::App& app, DecoderFlags* f) {
   sub->add_option("--max-queue", f->max_queue,
                   "requests waiting behind the running ones; more get 429 (default: vision 8, audio 32)")
       ->check(CLI::Range(0, 1 << 16));
+  sub->add_option("--zeroshot-model", f->zeroshot_model,
+                  "audio: a zero-shot checkpoint (config finetune false, ECAPA-TDNN speaker encoder) for speakers "
+                  "cloned from a reference clip (default: MODEL/zeroshot when it exists; none: no such speakers)");
+  sub->add_option("--max-ref-audio-seconds", f->max_ref_audio_seconds,
+                  "audio: longest reference clip, checked from its header before decoding; 413 above")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 3600.0));
+  AddMediaFetchFlags(sub, &f->fetch);
   sub->add_option("--max-batch", f->max_batch,
                   "audio: clips that waited for the vocoder go through it together, up to this many (1: no batching)")
       ->capture_default_str()

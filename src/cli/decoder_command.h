@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <string>
 
+#include "cli/fetch_flags.h"
+
 namespace CLI {
 class App;
 }
@@ -27,6 +29,9 @@ struct DecoderFlags {
   int sp = 1;
   int max_queue = -1;  // -1: the modality's default (vision 8, audio 32)
   int max_batch = 8;   // audio: clips per vocoder forward
+  std::string zeroshot_model;  // audio: the zero-shot checkpoint; "": MODEL/zeroshot if present; "none"
+  double max_ref_audio_seconds = 60;
+  MediaFetchFlags fetch;       // audio: reference clips' URLs
   int workers = 8;     // audio: requests handled at once
   int threads = 0;  // compute threads per rank; 0: OMP_NUM_THREADS, else every core (divided among ranks)
   int default_steps = 25;

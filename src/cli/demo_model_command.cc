@@ -115,6 +115,7 @@ Status WriteAudioDecoder(const DemoModelFlags& flags) {
   models::DemoAudioDecoderSpec spec =
       flags.preset == "bench" ? models::BenchAudioDecoderSpec() : models::DemoAudioDecoderSpec{};
   if (flags.seed != 0) spec.seed = flags.seed;
+  spec.global_context_att = flags.global_context_att;
   return models::WriteDemoAudioDecoder(spec, flags.out);
 }
 
@@ -131,6 +132,8 @@ CLI::App* AddDemoModelCommand(CLI::App& app, DemoModelFlags* flags) {
       ->capture_default_str();
   cmd->add_option("--seed", flags->seed, "weight seed (0: the preset's)")->capture_default_str();
   cmd->add_flag("--no-tokenizer", flags->no_tokenizer, "write no tokenizer.json (numerics presets)");
+  cmd->add_flag("--global-context-att", flags->global_context_att,
+                "ad: the zero-shot companion's speaker encoder pools with global context (numerics goldens)");
   return cmd;
 }
 

@@ -20,6 +20,7 @@ struct DemoModelFlags {
   std::string preset = "demo";
   uint64_t seed = 0;
   bool no_tokenizer = false;
+  bool global_context_att = false;  // ad: the zero-shot speaker encoder's pooling
 };
 
 CLI::App* AddDemoModelCommand(CLI::App& app, DemoModelFlags* flags);

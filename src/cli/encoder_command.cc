@@ -54,9 +54,7 @@ CLI::App* AddEncoderCommand(CLI::App& app, EncoderFlags* f) {
   sub->add_option("--threads", f->threads, "compute threads (0: OMP_NUM_THREADS if set, else every core)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1024));
-  sub->add_option("--max-media-bytes", f->max_media_bytes, "largest medium fetched or sent inline; larger get 413")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 34));
+  AddMediaFetchFlags(sub, &f->fetch);
   sub->add_option("--max-pixels", f->max_pixels, "largest image, checked from its header before decoding; 413 above")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
@@ -68,17 +66,6 @@ CLI::App* AddEncoderCommand(CLI::App& app, EncoderFlags* f) {
                   "longest video, checked from its header before decoding; 413 above")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 24.0 * 3600));
-  sub->add_option("--media-root", f->media_root, "file:// media URLs are read only beneath this directory (default: none)");
-  sub->add_flag("--fetch-allow-loopback", f->fetch_allow_loopback,
-                "let http:// media URLs reach loopback addresses (127/8, ::1); refused by default");
-  sub->add_flag("--fetch-allow-private", f->fetch_allow_private,
-                "let http:// media URLs reach private addresses (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7)");
-  sub->add_option("--fetch-allow", f->fetch_allow, "let http:// media URLs reach this CIDR (repeatable)");
-  sub->add_option("--fetch-ca-file", f->fetch_ca_file,
-                  "https media URLs: CA certificates (PEM) servers are verified against (default: the system's)");
-  sub->add_option("--fetch-timeout-ms", f->fetch_timeout_ms, "time limit of one media fetch, redirects included")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 3'600'000));
   sub->add_option("--url-ttl", f->url_ttl_s, "lifetime in seconds of the presigned URLs in answers")
       ->capture_default_str()
       ->check(CLI::Range(1, 7 * 24 * 3600));
@@ -158,30 +145,16 @@ int RunEncoderCommand(const EncoderFlags& f) {
     return 2;
   }
   std::unique_ptr<ObjectStore> store = std::move(opened).value();
-  FetchPolicy policy{.allow_loopback = f.fetch_allow_loopback, .allow_private = f.fetch_allow_private};
-  for (const std::string& cidr : f.fetch_allow) {
-    auto parsed = IpCidr::Parse(cidr);
-    if (!parsed.ok()) {
-      OMNI_LOG(kError, "encoder: --fetch-allow: {}", parsed.status().message());
-      return 2;
-    }
-    policy.allow.push_back(*parsed);
-  }
   LogProcessInfo();
   const std::string served = !f.served_model_name.empty()
                                  ? f.served_model_name
                                  : std::filesystem::path(f.model).lexically_normal().filename().string();
-  HttpClient http_client(HttpClientOptions{.ca_file = f.fetch_ca_file});
-  if (Status tls = http_client.tls_status(); !tls.ok()) {
-    OMNI_LOG(kError, "encoder: --fetch-ca-file: {}", tls.message());
+  auto fetch = MakeMediaFetcher(f.fetch, media::S3ReaderForStore(store.get(), f.store));
+  if (!fetch.ok()) {
+    OMNI_LOG(kError, "encoder: {}", fetch.status().message());
     return 2;
   }
-  media::MediaFetcher fetcher({.max_bytes = static_cast<size_t>(f.max_media_bytes),
-                               .timeout = std::chrono::milliseconds(f.fetch_timeout_ms),
-                               .policy = std::move(policy),
-                               .file_root = f.media_root,
-                               .read_s3 = media::S3ReaderForStore(store.get(), f.store)},
-                              &http_client);
+  const media::MediaFetcher& fetcher = *fetch->fetcher;
   MetricsRegistry registry;
   AddProcessInfoMetrics(registry);
   auto loaded = LoadEncoder(f,
@@ -197,7 +170,7 @@ int RunEncoderCommand(const EncoderFlags& f) {
   http.host = f.host;
   http.port = static_cast<uint16_t>(f.port);
   http.metrics = &registry;
-  http.max_body_bytes = static_cast<size_t>(f.max_media_bytes) * 4 / 3 + (1 << 16);  // base64 inline media
+  http.max_body_bytes = static_cast<size_t>(f.fetch.max_media_bytes) * 4 / 3 + (1 << 16);  // base64 inline media
   http.max_inflight_body_bytes = static_cast<size_t>(f.max_inflight_body_bytes);
   http.drain_timeout = std::chrono::milliseconds(f.drain_timeout_ms);
   HttpServer server(http);

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <string>
+
+#include "cli/fetch_flags.h"
 #include <vector>
 
 namespace CLI {
@@ -24,16 +26,10 @@ struct EncoderFlags {
   int max_batch = 1;
   int max_queue = 16;
   int threads = 0;  // compute threads; 0: OMP_NUM_THREADS, else every core
-  int64_t max_media_bytes = 64ll << 20;
   int64_t max_pixels = 64'000'000;
   double max_audio_seconds = 600;
   double max_video_seconds = 600;
-  std::string media_root;  // file:// media are read only beneath it; empty: none
-  bool fetch_allow_loopback = false;
-  bool fetch_allow_private = false;
-  std::vector<std::string> fetch_allow;
-  int fetch_timeout_ms = 30'000;
-  std::string fetch_ca_file;
+  MediaFetchFlags fetch;
   int url_ttl_s = 3600;
   int64_t max_inflight_body_bytes = 256ll << 20;
   int drain_timeout_ms = 30'000;

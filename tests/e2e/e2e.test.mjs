@@ -8,6 +8,11 @@
 // "the OpenAI API (model M) is served by the ROLE on http://HOST:PORT", and stops
 // it with SIGTERM at the end (exit code 0 expected). Waits are fail-fast
 // bounds, never performance assertions.
+//
+// OmniServe's ten scenarios (../shared/spec/omni-model.md) are named in the
+// test titles: 1 and 5 (image understanding; one Omni model serves both
+// tracks here), 2, 3, 6 and 7 in this file; 4 and 8 in audio_video.test.mjs;
+// 9 and 10 in speech.test.mjs.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -126,7 +131,7 @@ test('GET /health reports every child of up, and /v1/models lists the demo model
   assert.equal(models.data[0].object, 'model');
 });
 
-test('plain chat: an assistant message, a finish reason and usage', async () => {
+test('plain text (scenario 2): an assistant message, a finish reason and usage', async () => {
   const r = await client.chat.completions.create({
     model, max_tokens: 10, temperature: 0, ...NO_THINK,
     messages: [{ role: 'system', content: SYSTEM }, { role: 'user', content: 'Is it cold in Seoul in January?' }],
@@ -154,7 +159,7 @@ test('streaming with include_usage: the same greedy text and token counts as not
   assert.equal(streamed.usage.completion_tokens, whole.usage.completion_tokens);
 });
 
-test('reasoning: the thought is reasoning_content, capped by thinking_token_budget', async () => {
+test('reasoning (scenario 3): the thought is reasoning_content, capped by thinking_token_budget', async () => {
   const r = await client.chat.completions.create({
     model, max_tokens: 24, temperature: 0, thinking_token_budget: 4, logprobs: true,
     messages: [{ role: 'user', content: 'Think, then answer: what is kimchi?' }],
@@ -261,7 +266,7 @@ test('errors: precise 4xx OpenAI errors, and the stack keeps serving', async () 
   assert.equal(ok.choices.length, 1);
 });
 
-test('images: a question about a data: URL image is answered; the same image under an http URL is not encoded again and hits the prefix cache', async () => {
+test('image understanding on the Omni model (scenarios 1 and 5): a question about a data: URL image is answered; the same image under an http URL is not encoded again and hits the prefix cache', async () => {
   const encoder = stack.urlOf('vision-encoder');
   const jpeg = image('vision/wide.jpg');
   const ask = (url) => client.chat.completions.create({

@@ -14,6 +14,13 @@ import path from 'node:path';
 
 import { Stack } from './stack.mjs';
 
+// A Prometheus sample's value from a /metrics text (0 when absent).
+async function metric(url, sample) {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${sample} `));
+  return line ? Number(line.split(' ')[1]) : 0;
+}
+
 const model = 'omni-demo';
 const NO_THINK = { chat_template_kwargs: { skip_reasoning: true } };
 const SAMPLES_PER_UNIT = 960;  // 24 kHz, 25 units per second
@@ -183,6 +190,63 @@ test('Speech API: client.audio.speech.create answers in every response_format, a
   assert.equal(done.type, 'speech.audio.done');
   assert.ok(done.usage.output_tokens > 3, JSON.stringify(done.usage));
   await assert.rejects(client.audio.speech.create({ model, input, voice: 'nova', speed: 2 }), (e) => e.status === 400 && /speed/.test(e.message));
+});
+
+// A 24 kHz voice-like WAV: a pitch with harmonics under a syllable envelope.
+function voiceWav(pitch, seconds = 1) {
+  const n = Math.round(RATE * seconds);
+  const wav = Buffer.alloc(44 + 2 * n);
+  wav.write('RIFF', 0); wav.writeUInt32LE(36 + 2 * n, 4); wav.write('WAVEfmt ', 8);
+  wav.writeUInt32LE(16, 16); wav.writeUInt16LE(1, 20); wav.writeUInt16LE(1, 22);
+  wav.writeUInt32LE(RATE, 24); wav.writeUInt32LE(2 * RATE, 28); wav.writeUInt16LE(2, 32);
+  wav.writeUInt16LE(16, 34); wav.write('data', 36); wav.writeUInt32LE(2 * n, 40);
+  for (let i = 0; i < n; i++) {
+    const t = i / RATE;
+    let v = 0;
+    for (let h = 1; h <= 5; h++) v += Math.sin(2 * Math.PI * pitch * h * t) / h;
+    wav.writeInt16LE(Math.round(6000 * (0.5 + 0.5 * Math.sin(2 * Math.PI * 3 * t)) * v), 44 + 2 * i);
+  }
+  return wav;
+}
+
+test('zero-shot voices: a reference clip (audio.speaker.ref_audio, or OmniServe\'s is_ref_audio) changes the voice, not the words; each distinct clip is encoded once', async () => {
+  const decoder = stack.urlOf('audio-decoder');
+  const clips = async (result) => metric(decoder, `omni_audio_decoder_reference_clips_total{result="${result}"}`);
+  const messages = [{ role: 'user', content: 'Tell me about the weather.' }];
+  const table = await client.chat.completions.create(speak({ messages, seed: 3 }));
+  const ref = `data:audio/wav;base64,${voiceWav(150).toString('base64')}`;
+  const cloned = await client.chat.completions.create(speak({ messages, seed: 3, audio: { format: 'wav', speaker: { ref_audio: ref } } }));
+  noUnitText(cloned);
+  const a = wavPcm(Buffer.from(table.choices[0].message.audio.data, 'base64'));
+  const b = wavPcm(Buffer.from(cloned.choices[0].message.audio.data, 'base64'));
+  // The same units (same prompt and seed), so the same length; another voice, so other samples.
+  assert.equal(cloned.choices[0].message.audio.transcript, table.choices[0].message.audio.transcript);
+  assert.equal(b.length, a.length);
+  assert.ok(!a.equals(b), 'the cloned voice sounds like the table speaker');
+  assert.equal(await clips('encoded'), 1);
+  // The same clip again, streamed: its vector is cached, and the chunks are the whole answer's samples.
+  const stream = await client.chat.completions.create(speak({ messages, seed: 3, stream: true, audio: { format: 'wav', speaker: { ref_audio: ref } } }));
+  const parts = [];
+  for await (const chunk of stream) {
+    noUnitText(chunk);
+    const data = chunk.choices[0]?.delta?.audio?.data;
+    if (data) parts.push(Buffer.from(data, 'base64'));
+  }
+  assert.ok(Buffer.concat(parts).equals(b), 'the streamed cloned voice differs from the whole answer');
+  assert.equal(await clips('encoded'), 1);
+  assert.ok(await clips('cached') >= 1);
+  // is_ref_audio: the voice of the last input_audio part (another clip: encoded once more).
+  const other = voiceWav(240);
+  const s2s = await client.chat.completions.create(speak({
+    is_ref_audio: true,
+    messages: [{ role: 'user', content: [{ type: 'text', text: 'Answer in my voice.' }, { type: 'input_audio', input_audio: { data: other.toString('base64'), format: 'wav' } }] }],
+  }));
+  noUnitText(s2s);
+  assert.ok(wavPcm(Buffer.from(s2s.choices[0].message.audio.data, 'base64')).length >= 3 * 2 * SAMPLES_PER_UNIT);
+  assert.equal(await clips('encoded'), 2);
+  // A clip that is not audio is the client's error.
+  await assert.rejects(client.chat.completions.create(speak({ messages, audio: { format: 'wav', speaker: { ref_audio: 'data:text/plain;base64,aGVsbG8=' } } })),
+    (e) => e.status === 400 && /reference clip/.test(e.message));
 });
 
 test('bad audio options get precise 4xx errors, and the stack keeps serving', async () => {

@@ -13,6 +13,50 @@
 namespace omni::models {
 namespace {
 
+// The ECAPA-TDNN under spk_emb. with OmniServe's module names: BatchNorms
+// near identity (running variance about 1), convolutions scaled by their
+// fan-in so the activations stay O(1).
+template <typename Add>
+void AddEcapaTensors(const DemoAudioDecoderSpec& s, Add& add) {
+  const int64_t h = s.spk_hidden_dim, width = h / 8, bottleneck = 128, attention = 128;
+  auto conv = [&](const std::string& name, int64_t out, int64_t in, int64_t k) {
+    add(name + ".weight", {out, in, k}, 1.0 / std::sqrt(static_cast<double>(in * k)));
+  };
+  auto bn = [&](const std::string& name, int64_t c) {
+    add(name + ".weight", {c}, 0.1, 1.0);
+    add(name + ".bias", {c}, 0.1);
+    add(name + ".running_mean", {c}, 0.1);
+    add(name + ".running_var", {c}, 0.1, 1.0);
+  };
+  auto dense = [&](const std::string& name, int64_t out, int64_t in, bool conv_shaped) {
+    add(name + ".weight", conv_shaped ? Shape{out, in, 1} : Shape{out, in}, 1.0 / std::sqrt(static_cast<double>(in)));
+    add(name + ".bias", {out}, 0.05);
+  };
+  // The log-mel's values sit around -8 (ln of small magnitudes): the first
+  // conv is scaled down by that much, so its output is O(1) too.
+  add("spk_emb.layer1.conv.weight", {h, s.num_mels, 5}, 1.0 / (8.0 * std::sqrt(static_cast<double>(s.num_mels * 5))));
+  bn("spk_emb.layer1.bn", h);
+  for (int l = 2; l <= 4; ++l) {
+    const std::string b = fmt::format("spk_emb.layer{}.", l);
+    conv(b + "Conv1dReluBn1.conv", h, h, 1);
+    bn(b + "Conv1dReluBn1.bn", h);
+    for (int g = 0; g < 7; ++g) {
+      conv(fmt::format("{}Res2Conv1dReluBn.convs.{}", b, g), width, width, 3);
+      bn(fmt::format("{}Res2Conv1dReluBn.bns.{}", b, g), width);
+    }
+    conv(b + "Conv1dReluBn2.conv", h, h, 1);
+    bn(b + "Conv1dReluBn2.bn", h);
+    dense(b + "SE_Connect.linear1", bottleneck, h, false);
+    dense(b + "SE_Connect.linear2", h, bottleneck, false);
+  }
+  dense("spk_emb.conv", 3 * h, 3 * h, true);
+  dense("spk_emb.pooling.linear1", attention, (s.global_context_att ? 9 : 3) * h, true);
+  dense("spk_emb.pooling.linear2", 3 * h, attention, true);
+  bn("spk_emb.bn", 6 * h);
+  dense("spk_emb.linear", s.spk_emb_dim, 6 * h, false);
+  bn("spk_emb.bn_out", s.spk_emb_dim);
+}
+
 std::vector<NamedTensor> DemoTensors(const DemoAudioDecoderSpec& s) {
   std::vector<NamedTensor> out;
   auto add = [&](const std::string& name, const Shape& shape, double std, double offset = 0.0) {
@@ -36,7 +80,11 @@ std::vector<NamedTensor> DemoTensors(const DemoAudioDecoderSpec& s) {
   };
 
   add("unit_emb.weight", {s.num_units, s.unit_emb_dim}, 1.0);
-  add("spk_emb.weight", {static_cast<int64_t>(s.speakers.size()), s.spk_emb_dim}, 1.0);
+  if (s.zero_shot) {
+    AddEcapaTensors(s, add);
+  } else {
+    add("spk_emb.weight", {static_cast<int64_t>(s.speakers.size()), s.spk_emb_dim}, 1.0);
+  }
   const int64_t in0 = s.unit_emb_dim + s.spk_emb_dim;
   conv("conv_pre.conv", {s.upsample_initial_channel, in0, 7}, in0 * 7);
   const size_t kernels = s.resblock_kernel_sizes.size();
@@ -73,10 +121,19 @@ std::string ConfigJson(const DemoAudioDecoderSpec& s) {
   j["resblock"] = "1";
   j["num_units"] = s.num_units;
   j["unit_emb_dim"] = s.unit_emb_dim;
-  j["finetune"] = true;
-  j["num_spk"] = static_cast<int64_t>(s.speakers.size());
+  j["finetune"] = !s.zero_shot;
+  if (!s.zero_shot) j["num_spk"] = static_cast<int64_t>(s.speakers.size());
   j["spk_emb_dim"] = s.spk_emb_dim;
-  j["num_mels"] = 100;
+  j["num_mels"] = s.num_mels;
+  if (s.zero_shot) {
+    j["spk_hidden_dim"] = s.spk_hidden_dim;
+    j["global_context_att"] = s.global_context_att;
+    j["n_fft"] = 1024;
+    j["hop_size"] = 256;
+    j["win_size"] = 1024;
+    j["fmin"] = 0;
+    j["fmax"] = 12000;
+  }
   j["upsample_rates"] = s.upsample_rates;
   j["upsample_kernel_sizes"] = s.upsample_kernel_sizes;
   j["upsample_initial_channel"] = s.upsample_initial_channel;
@@ -117,6 +174,7 @@ DemoAudioDecoderSpec BenchAudioDecoderSpec() {
   s.unit_emb_dim = 512;
   s.spk_emb_dim = 256;
   s.upsample_initial_channel = 1536;
+  s.spk_hidden_dim = 512;
   return s;
 }
 
@@ -129,12 +187,17 @@ Status WriteDemoAudioDecoder(const DemoAudioDecoderSpec& spec, const std::string
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Internal("cannot create " + out_dir + ": " + ec.message());
+  OMNI_RETURN_IF_ERROR(WriteDemoTextFile((dir / "config.json").string(), ConfigJson(spec)));
+  OMNI_RETURN_IF_ERROR(WriteSafetensors((dir / "model.safetensors").string(), DemoTensors(spec), {{"format", "pt"}}));
+  if (spec.zero_shot) return Status::Ok();
   std::string names;
   for (const std::string& n : spec.speakers) names += n + "\n";
-  OMNI_RETURN_IF_ERROR(WriteDemoTextFile((dir / "config.json").string(), ConfigJson(spec)));
   OMNI_RETURN_IF_ERROR(WriteDemoTextFile((dir / "spk_list.txt").string(), names));
   OMNI_RETURN_IF_ERROR(WriteDemoTextFile((dir / "speaker_config.json").string(), SpeakerConfigJson(spec)));
-  return WriteSafetensors((dir / "model.safetensors").string(), DemoTensors(spec), {{"format", "pt"}});
+  DemoAudioDecoderSpec zero_shot = spec;
+  zero_shot.zero_shot = true;
+  zero_shot.seed = spec.seed + 1;
+  return WriteDemoAudioDecoder(zero_shot, (dir / "zeroshot").string());
 }
 
 }  // namespace omni::models

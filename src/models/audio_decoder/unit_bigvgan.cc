@@ -10,6 +10,8 @@
 #include <fmt/core.h>
 
 #include "core/check.h"
+#include "models/audio_decoder/ecapa_tdnn.h"
+#include "models/audio_decoder/speaker_reference.h"
 #include "models/layers/weights.h"
 #include "ops/anti_alias.h"
 #include "ops/conv.h"
@@ -221,6 +223,8 @@ struct UnitBigVgan::Impl {
   std::vector<float> filter;
   Tensor unit_emb;  // [num_units, unit_emb_dim] f32
   Tensor spk_emb;   // [num_spk, spk_emb_dim] f32 (finetune)
+  std::unique_ptr<EcapaTdnn> speaker_encoder;   // zero-shot
+  std::unique_ptr<ReferenceMel> reference_mel;  // zero-shot
   WnConv conv_pre, conv_post;
   std::vector<WnConv> ups;
   std::vector<AmpBlock> resblocks;  // stage i's blocks at [i * kernels, (i + 1) * kernels)
@@ -241,17 +245,31 @@ StatusOr<std::unique_ptr<UnitBigVgan>> UnitBigVgan::Load(const std::string& dir)
 }
 
 StatusOr<std::unique_ptr<UnitBigVgan>> UnitBigVgan::Load(const Checkpoint& ckpt, const UnitBigVganConfig& c) {
-  if (!c.finetune) {
-    return Unimplemented(fmt::format("{}: a zero-shot vocoder (finetune false, ECAPA-TDNN speakers) is not "
-                                     "supported yet; use a speaker-table checkpoint", ckpt.dir()));
-  }
   std::unique_ptr<UnitBigVgan> model(new UnitBigVgan(c));
   Impl& m = *model->impl_;
   m.filter = ops::KaiserSincFilter(12, 0.25, 0.3);
   OMNI_ASSIGN_OR_RETURN(Tensor units, layers::LoadFloatWeight(ckpt, "unit_emb.weight", {c.num_units, c.unit_emb_dim}));
   m.unit_emb = units.To(DType::kF32);
-  OMNI_ASSIGN_OR_RETURN(Tensor spk, layers::LoadFloatWeight(ckpt, "spk_emb.weight", {c.num_spk, c.spk_emb_dim}));
-  m.spk_emb = spk.To(DType::kF32);
+  if (c.finetune) {
+    OMNI_ASSIGN_OR_RETURN(Tensor spk, layers::LoadFloatWeight(ckpt, "spk_emb.weight", {c.num_spk, c.spk_emb_dim}));
+    m.spk_emb = spk.To(DType::kF32);
+  } else {
+    OMNI_ASSIGN_OR_RETURN(m.speaker_encoder, EcapaTdnn::Load(ckpt, "spk_emb.", {.num_mels = c.num_mels,
+                                                                                .global_context_att = c.global_context_att}));
+    if (m.speaker_encoder->emb_dim() != c.spk_emb_dim || m.speaker_encoder->hidden() != c.spk_hidden_dim) {
+      return InvalidArgument(fmt::format("{}: the speaker encoder gives {} values from {} channels; config.json says "
+                                         "spk_emb_dim {}, spk_hidden_dim {}", ckpt.dir(), m.speaker_encoder->emb_dim(),
+                                         m.speaker_encoder->hidden(), c.spk_emb_dim, c.spk_hidden_dim));
+    }
+    m.reference_mel = std::make_unique<ReferenceMel>(ReferenceMelConfig{
+        .sample_rate = c.sampling_rate,
+        .n_fft = static_cast<int>(c.n_fft),
+        .hop_size = static_cast<int>(c.hop_size),
+        .win_size = static_cast<int>(c.win_size),
+        .num_mels = static_cast<int>(c.num_mels),
+        .fmin = c.fmin,
+        .fmax = c.fmax});
+  }
   OMNI_ASSIGN_OR_RETURN(m.conv_pre, WnConv::Load(ckpt, "conv_pre.conv", c.unit_emb_dim + c.spk_emb_dim,
                                                  c.upsample_initial_channel, 7, 1, 1, false, c.causal, true));
   const size_t kernels = c.resblock_kernel_sizes.size();
@@ -295,6 +313,18 @@ StatusOr<Tensor> UnitBigVgan::SpeakerRow(int64_t index) const {
     return InvalidArgument(fmt::format("speaker index {} is outside the table of {}", index, config_.num_spk));
   }
   return impl_->spk_emb.Slice(0, index, index + 1).Reshape({config_.spk_emb_dim}).Copy();
+}
+
+StatusOr<Tensor> UnitBigVgan::SpeakerFromClip(std::span<const float> samples,
+                                              const ActivationCallback* callback) const {
+  if (!zero_shot()) {
+    return FailedPrecondition("this vocoder has a speaker table, not a speaker encoder for reference clips");
+  }
+  OMNI_ASSIGN_OR_RETURN(std::vector<float> clip, NormalizeReferenceClip(samples, config_.sampling_rate));
+  if (callback != nullptr) (*callback)("normalized", Tensor::FromFloats(clip, {std::ssize(clip)}));
+  OMNI_ASSIGN_OR_RETURN(Tensor mel, impl_->reference_mel->Compute(clip));
+  if (callback != nullptr) (*callback)("mel", mel);
+  return impl_->speaker_encoder->Embed(mel, callback);
 }
 
 Tensor UnitBigVgan::Forward(const Tensor& units, const Tensor& speakers, std::span<const int64_t> lengths,
@@ -460,7 +490,8 @@ std::vector<float> UnitBigVgan::VocodeWindowed(std::span<const int32_t> units, c
 
 void UnitBigVgan::WarmUp() const {
   if (!config_.causal) return;
-  const Tensor speaker = impl_->spk_emb.Slice(0, 0, 1).Reshape({config_.spk_emb_dim}).Copy();
+  // Any speaker vector builds the same shapes.
+  const Tensor speaker = Tensor::Zeros({config_.spk_emb_dim}, DType::kF32);
   for (int64_t w : Windows()) {
     const std::vector<int32_t> units(static_cast<size_t>(w), 0);
     (void)VocodeWindow(units, speaker, w, 0, 1);

@@ -23,8 +23,11 @@
 // generator's state-dict names (unit_emb.weight, spk_emb.weight,
 // conv_pre.conv.*, ups.{i}.0.deconv.*, resblocks.{r}.convs{1,2}.{n}.conv.*,
 // resblocks.{r}.activations.{m}.act.{alpha,beta}, activation_post.act.*,
-// conv_post.conv.*). OmniServe's released decoder is a torch pickle
-// ("generator" in a .pt); tools/convert_unit_bigvgan.py rewrites it as safetensors.
+// conv_post.conv.*). A zero-shot checkpoint (finetune false) has the
+// ECAPA-TDNN under spk_emb.* instead of the table. OmniServe's released
+// decoders are torch pickles ("generator" in a .pt): load the state dict
+// with torch and save it with safetensors.torch.save_file under the same
+// names: tools/convert_unit_bigvgan.py.
 // Compute is f32 throughout (OmniServe's default AUDIOLLM_DTYPE).
 //
 // Thread-safety: immutable after Load; Vocode/Forward are const and may run
@@ -56,8 +59,19 @@ class UnitBigVgan {
   int64_t samples_per_unit() const { return config_.samples_per_unit(); }
 
   // Row `index` of the speaker table as [spk_emb_dim] f32 (finetune models);
-  // InvalidArgument past the table.
+  // InvalidArgument past the table (a zero-shot model has none).
   StatusOr<Tensor> SpeakerRow(int64_t index) const;
+
+  // A zero-shot model (config finetune false) has no table: its speaker
+  // vector comes from a reference clip through the ECAPA-TDNN under
+  // spk_emb. (ecapa_tdnn.h, speaker_reference.h).
+  bool zero_shot() const { return !config_.finetune; }
+  // The clip, mono at config().sampling_rate, high-passed, normalised, as a
+  // log-mel through the speaker encoder: [spk_emb_dim] f32.
+  // FailedPrecondition on a finetune model; InvalidArgument for a silent,
+  // non-finite or too short clip. The callback sees "normalized" ([n]),
+  // "mel" ([num_mels, T]) and the encoder's activations.
+  StatusOr<Tensor> SpeakerFromClip(std::span<const float> samples, const ActivationCallback* callback = nullptr) const;
 
   // One clip: units in [0, num_units) (InvalidArgument naming the first bad
   // one), speaker [spk_emb_dim] -> units.size() * samples_per_unit() samples

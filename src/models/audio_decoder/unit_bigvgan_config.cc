@@ -30,6 +30,13 @@ struct Reader {
     *out = root[key].get<bool>();
     return Status::Ok();
   }
+  // A number >= 0, or null (left at the default).
+  Status Frequency(const char* key, double* out) const {
+    if (!root.contains(key) || root[key].is_null()) return Status::Ok();
+    if (!root[key].is_number() || root[key].get<double>() < 0) return Error(key, "must be a number >= 0 or null");
+    *out = root[key].get<double>();
+    return Status::Ok();
+  }
   static bool PositiveList(const json& v, std::vector<int64_t>* out) {
     if (!v.is_array() || v.empty()) return false;
     out->clear();
@@ -76,8 +83,17 @@ StatusOr<UnitBigVganConfig> ParseUnitBigVganConfig(std::string_view text, std::s
   OMNI_RETURN_IF_ERROR(r.Bool("finetune", &c.finetune));
   if (c.finetune) {
     OMNI_RETURN_IF_ERROR(r.Positive("num_spk", &c.num_spk, true));
+  } else {
+    c.num_spk = 0;
   }
-  OMNI_RETURN_IF_ERROR(r.Positive("num_mels", &c.num_mels, false));
+  OMNI_RETURN_IF_ERROR(r.Positive("num_mels", &c.num_mels, !c.finetune));
+  OMNI_RETURN_IF_ERROR(r.Positive("spk_hidden_dim", &c.spk_hidden_dim, !c.finetune));
+  OMNI_RETURN_IF_ERROR(r.Bool("global_context_att", &c.global_context_att));
+  OMNI_RETURN_IF_ERROR(r.Positive("n_fft", &c.n_fft, false));
+  OMNI_RETURN_IF_ERROR(r.Positive("hop_size", &c.hop_size, false));
+  OMNI_RETURN_IF_ERROR(r.Positive("win_size", &c.win_size, false));
+  OMNI_RETURN_IF_ERROR(r.Frequency("fmin", &c.fmin));
+  OMNI_RETURN_IF_ERROR(r.Frequency("fmax", &c.fmax));
   OMNI_RETURN_IF_ERROR(r.List("upsample_rates", &c.upsample_rates));
   OMNI_RETURN_IF_ERROR(r.List("upsample_kernel_sizes", &c.upsample_kernel_sizes));
   OMNI_RETURN_IF_ERROR(r.List("resblock_kernel_sizes", &c.resblock_kernel_sizes));
@@ -90,6 +106,16 @@ StatusOr<UnitBigVganConfig> ParseUnitBigVganConfig(std::string_view text, std::s
   OMNI_RETURN_IF_ERROR(r.Positive("sampling_rate", &rate, false));
   c.sampling_rate = static_cast<int>(rate);
 
+  if (!c.finetune) {
+    if (c.fmax == 0) c.fmax = c.sampling_rate / 2.0;
+    if (c.win_size > c.n_fft || c.hop_size > c.n_fft || c.n_fft > 65536) {
+      return r.Error("n_fft", "must be at most 65536 and hold win_size and hop_size");
+    }
+    if (c.fmin >= c.fmax || c.fmax > c.sampling_rate / 2.0) {
+      return r.Error("fmax", "must be above fmin and at most half the sampling rate");
+    }
+    if (c.spk_hidden_dim % 8 != 0) return r.Error("spk_hidden_dim", "must be a multiple of 8 (the Res2 groups)");
+  }
   if (root.contains("resblock") && root["resblock"] != "1") return r.Error("resblock", "must be \"1\" (AMPBlock1)");
   if (root.contains("activation") && root["activation"] != "snakebeta") {
     return r.Error("activation", "must be \"snakebeta\"");

@@ -14,9 +14,16 @@ struct UnitBigVganConfig {
   int64_t num_units = 6561;  // unit_emb rows: the LLM's <|audioN|>, N < num_units
   int64_t unit_emb_dim = 512;
   int64_t spk_emb_dim = 256;
-  int64_t num_spk = 1;     // rows of the speaker table (finetune)
+  int64_t num_spk = 1;     // rows of the speaker table (finetune); 0 for zero-shot
   bool finetune = true;    // speakers from a table; false: ECAPA-TDNN on a reference clip
-  int64_t num_mels = 100;  // the ECAPA-TDNN's input (zero-shot)
+  // Zero-shot only: the reference clip's log-mel and the ECAPA-TDNN's width
+  // (speaker_reference.h, ecapa_tdnn.h).
+  int64_t num_mels = 100;
+  int64_t spk_hidden_dim = 512;
+  bool global_context_att = false;
+  int64_t n_fft = 1024, hop_size = 256, win_size = 1024;
+  double fmin = 0;
+  double fmax = 0;  // 0: sampling_rate / 2 (config.json's null)
   std::vector<int64_t> upsample_rates{5, 4, 4, 3, 2, 2};
   std::vector<int64_t> upsample_kernel_sizes{10, 8, 8, 6, 4, 4};
   int64_t upsample_initial_channel = 1536;

@@ -18,24 +18,6 @@ constexpr double kMaxHz = 8000.0;
 constexpr float kLogFloor = 1e-10f;    // mel power floor before log10
 constexpr float kDynamicRange = 8.0f;  // log10 units kept below the max
 
-// Slaney's mel scale (Auditory Toolbox; librosa's htk=False): 3 mels per
-// 200 Hz below 1 kHz, then logarithmic with 27 mels per factor 6.4.
-constexpr double kMelHzPerMel = 200.0 / 3.0;
-constexpr double kMelLogStartHz = 1000.0;
-constexpr double kMelLogStartMel = kMelLogStartHz / kMelHzPerMel;  // 15
-
-double LogStep() { return std::log(6.4) / 27.0; }
-
-double HzToMel(double hz) {
-  if (hz < kMelLogStartHz) return hz / kMelHzPerMel;
-  return kMelLogStartMel + std::log(hz / kMelLogStartHz) / LogStep();
-}
-
-double MelToHz(double mel) {
-  if (mel < kMelLogStartMel) return mel * kMelHzPerMel;
-  return kMelLogStartHz * std::exp(LogStep() * (mel - kMelLogStartMel));
-}
-
 struct FftwFree {
   void operator()(void* p) const { fftwf_free(p); }
 };
@@ -66,44 +48,13 @@ Status CheckFinite(std::span<const float> samples) {
 
 }  // namespace
 
-std::mutex& WhisperMel::FftwPlannerMutex() {
-  static std::mutex mu;
-  return mu;
-}
+std::mutex& WhisperMel::FftwPlannerMutex() { return layers::FftwPlannerMutex(); }
 
-WhisperMel::WhisperMel() : window_(kNumFft), filterbank_(size_t{kNumMels} * kNumFreqs), spans_(kNumMels) {
+WhisperMel::WhisperMel()
+    : window_(kNumFft), filterbank_(layers::MelFilterbank::Slaney(kSampleRate, kNumFft, kNumMels, 0.0, kMaxHz)) {
   for (int k = 0; k < kNumFft; ++k) {
     window_[k] = static_cast<float>(0.5 - 0.5 * std::cos(2.0 * std::numbers::pi * k / kNumFft));
   }
-
-  // Filter m is a triangle over edges m, m+1, m+2 of 130 points evenly spaced
-  // in mel over [0, 8000] Hz, scaled by 2 / (its width in Hz) (Slaney's
-  // equal-area normalisation). Built in double, stored as float.
-  const double mel_lo = HzToMel(0.0), mel_hi = HzToMel(kMaxHz);
-  std::vector<double> edges(kNumMels + 2);
-  for (int i = 0; i < kNumMels + 2; ++i) {
-    edges[i] = MelToHz(mel_lo + (mel_hi - mel_lo) * i / (kNumMels + 1));
-  }
-  for (int m = 0; m < kNumMels; ++m) {
-    const double left = edges[m], center = edges[m + 1], right = edges[m + 2];
-    const double norm = 2.0 / (right - left);
-    FilterSpan span{.begin = kNumFreqs, .end = 0};
-    for (int k = 0; k < kNumFreqs; ++k) {
-      const double hz = static_cast<double>(k) * kSampleRate / kNumFft;
-      const double rising = (hz - left) / (center - left);
-      const double falling = (right - hz) / (right - center);
-      const double w = std::max(0.0, std::min(rising, falling)) * norm;
-      filterbank_[static_cast<size_t>(m) * kNumFreqs + k] = static_cast<float>(w);
-      if (w > 0.0) {
-        span.begin = std::min(span.begin, k);
-        span.end = k + 1;
-      }
-    }
-    // Every filter is at least one 40 Hz bin wide at 128 mels over 8 kHz.
-    OMNI_CHECK_LT(span.begin, span.end) << "mel filter " << m << " is empty";
-    spans_[m] = span;
-  }
-
   RealBuffer in = AllocReal(kNumFft);
   ComplexBuffer out = AllocComplex(kNumFreqs);
   std::lock_guard<std::mutex> lock(FftwPlannerMutex());
@@ -145,11 +96,10 @@ void WhisperMel::LogMelInto(std::span<const float> samples, float* out) const {
     for (int k = 0; k < kNumFreqs; ++k) {
       power[k] = spectrum[k][0] * spectrum[k][0] + spectrum[k][1] * spectrum[k][1];
     }
+    float mel[kNumMels];
+    filterbank_.Apply(power, mel);
     for (int m = 0; m < kNumMels; ++m) {
-      const float* weights = &filterbank_[static_cast<size_t>(m) * kNumFreqs];
-      float mel = 0.0f;
-      for (int k = spans_[m].begin; k < spans_[m].end; ++k) mel += weights[k] * power[k];
-      const float log_mel = std::log10(std::max(mel, kLogFloor));
+      const float log_mel = std::log10(std::max(mel[m], kLogFloor));
       out[m * frames + t] = log_mel;
       max_log = std::max(max_log, log_mel);
     }

@@ -58,6 +58,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "models/layers/mel_filterbank.h"
 #include "tensor/tensor.h"
 
 namespace omni::models {
@@ -92,23 +93,18 @@ class WhisperMel {
   StatusOr<std::vector<WhisperMelChunk>> ComputeChunks(std::span<const float> samples) const;
 
   // The mel filterbank, [128, 201] row-major: weight of FFT bin k in filter m.
-  std::span<const float> filterbank() const { return filterbank_; }
+  std::span<const float> filterbank() const { return filterbank_.weights(); }
 
   // Serialises every FFTW plan creation and destruction in the process.
   static std::mutex& FftwPlannerMutex();
 
  private:
-  struct FilterSpan {
-    int begin = 0;  // first FFT bin with a non-zero weight
-    int end = 0;    // one past the last
-  };
   // Writes [128, frames] into `out` (row stride `frames`) from samples.size()
   // > 200 finite samples, frames = samples.size() / 160.
   void LogMelInto(std::span<const float> samples, float* out) const;
 
   std::vector<float> window_;       // [400] periodic Hann
-  std::vector<float> filterbank_;   // [128, 201]
-  std::vector<FilterSpan> spans_;   // [128]: each filter's non-zero bins
+  layers::MelFilterbank filterbank_;  // 128 filters over 0..8000 Hz
   void* plan_ = nullptr;            // fftwf_plan, r2c of 400; made once
 };
 

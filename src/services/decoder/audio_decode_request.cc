@@ -75,7 +75,11 @@ StatusOr<SpeakerChoice> ParseSpeaker(const nlohmann::json& j, std::initializer_l
     std::string clip;
     const std::string param = std::string("speaker.") + key;
     OMNI_RETURN_IF_ERROR(ReadString(sp, key, param, &clip));
-    if (!clip.empty() && s.ref_audio_param.empty()) s.ref_audio_param = param;
+    if (clip.empty() || !s.ref_audio_param.empty()) continue;
+    s.ref_audio_param = param;
+    // OmniServe's ref_audio_base64 is bare base64: a data URL to the fetcher.
+    s.ref_audio = std::string_view(key) == "ref_audio_base64" ? "data:application/octet-stream;base64," + clip
+                                                              : std::move(clip);
   }
   if (!s.gender.empty() && s.gender != "f" && s.gender != "m") {
     return InvalidArgument(fmt::format("speaker gender must be \"f\" or \"m\", not \"{}\"", ShownValue(s.gender)))

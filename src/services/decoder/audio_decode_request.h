@@ -40,6 +40,7 @@ enum class AudioDecodeApi { kOmni, kOmniServe };
 struct SpeakerChoice {
   std::string id;                 // a name in the model's spk_list.txt
   std::string ref_audio_param;    // the field that gave a reference clip ("speaker.ref_audio"); empty: none
+  std::string ref_audio;          // its URL (data:, http://, s3://, file://); base64 becomes a data: URL
   std::string gender;             // "", "f" or "m"
   std::string age;                // "" or one of models::kSpeakerAges
 };

@@ -5,6 +5,7 @@
 
 #include "core/base64.h"
 #include "core/check.h"
+#include "media/audio.h"
 #include "modelfile/tensor_object.h"
 #include "storage/content_hash.h"
 #include "storage/open_store.h"
@@ -87,9 +88,23 @@ AudioDecoderService::AudioDecoderService(AudioDecoderServiceOptions options, con
       speakers_(speakers),
       vocode_(std::move(vocode)),
       stage_seconds_(&options_.metrics->AddHistogram(
-          "omni_audio_decoder_stage_seconds", "Time per stage of a request: vocode, encode, store.", {"stage"},
-          {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30})) {
+          "omni_audio_decoder_stage_seconds",
+          "Time per stage of a request: speaker (a reference clip's fetch, decode and encoder), vocode, encode, store.",
+          {"stage"}, {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30})),
+      ref_clips_(&options_.metrics->AddCounter("omni_audio_decoder_reference_clips_total",
+                                               "Reference clips of zero-shot speakers, by whether the speaker "
+                                               "encoder ran (encoded) or a cached vector served (cached).",
+                                               {"result"})) {
   OMNI_CHECK(options_.store != nullptr && options_.clock != nullptr && vocode_) << "audio decoder service dependencies";
+  OMNI_CHECK((options_.zero_shot == nullptr) == (options_.fetcher == nullptr) &&
+             (options_.zero_shot == nullptr) == !options_.vocode_zero_shot)
+      << "zero-shot vocoder, its vocode function and the fetcher come together";
+  OMNI_CHECK(options_.zero_shot == nullptr ||
+             (options_.zero_shot->zero_shot() &&
+              options_.zero_shot->samples_per_unit() == model_.samples_per_unit() &&
+              options_.zero_shot->config().sampling_rate == model_.config().sampling_rate &&
+              options_.zero_shot->config().num_units == model_.config().num_units))
+      << "the zero-shot vocoder must take reference clips and match the table vocoder's units and rate";
   OMNI_CHECK(std::ssize(speakers_.names()) == model_.config().num_spk) << "speaker table and model disagree";
   for (int64_t i = 0; i < model_.config().num_spk; ++i) {
     StatusOr<Tensor> row = model_.SpeakerRow(i);
@@ -106,17 +121,55 @@ StatusOr<AudioDecoderService::Speaker> AudioDecoderService::ResolveSpeaker(const
     if (!found.ok()) return Status(found.status()).WithParam("speaker.id");
     row = *found;
   } else if (!s.ref_audio_param.empty()) {
-    return InvalidArgument(
-               "zero-shot speakers (a reference clip) are not supported by this decoder yet; name a speaker "
-               "\"id\", or a \"gender\" and \"age\"")
-        .WithParam(s.ref_audio_param)
-        .WithErrorCode("unsupported_speaker");
+    return ReferenceSpeaker(s);
   } else {
     StatusOr<int64_t> voice = speakers_.ForVoice(s.gender, s.age, UnitsHash(request.units));
     if (!voice.ok()) return Status(voice.status()).WithParam("speaker");
     row = *voice;
   }
-  return Speaker{.row = row, .name = speakers_.names()[static_cast<size_t>(row)]};
+  return Speaker{.vector = speaker_rows_[static_cast<size_t>(row)], .name = speakers_.names()[static_cast<size_t>(row)]};
+}
+
+StatusOr<AudioDecoderService::Speaker> AudioDecoderService::ReferenceSpeaker(const SpeakerChoice& s) const {
+  if (options_.zero_shot == nullptr) {
+    return InvalidArgument(
+               "this decoder has no zero-shot vocoder for reference clips (start it with --zeroshot-model); name a "
+               "speaker \"id\", or a \"gender\" and \"age\"")
+        .WithParam(s.ref_audio_param)
+        .WithErrorCode("unsupported_speaker");
+  }
+  const auto t0 = SteadyClock::now();
+  StatusOr<media::FetchedMedia> clip = options_.fetcher->Fetch(s.ref_audio);
+  if (!clip.ok()) return Status(clip.status()).WithParam(s.ref_audio_param);
+  Speaker speaker{.name = "ref:" + clip->sha256.substr(0, 16), .zero_shot = true};
+  {
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    if (auto it = cache_index_.find(clip->sha256); it != cache_index_.end()) {
+      cache_.splice(cache_.begin(), cache_, it->second);
+      speaker.vector = it->second->second;
+      ref_clips_->WithLabels({"cached"}).Inc();
+      return speaker;
+    }
+  }
+  const models::UnitBigVgan& zs = *options_.zero_shot;
+  StatusOr<media::Audio> audio = media::DecodeAudio(
+      clip->bytes, {.sample_rate = zs.config().sampling_rate, .max_seconds = options_.max_ref_audio_seconds});
+  if (!audio.ok()) return Status(audio.status()).WithParam(s.ref_audio_param);
+  StatusOr<Tensor> vector = zs.SpeakerFromClip(audio->samples);
+  if (!vector.ok()) return Status(vector.status()).WithParam(s.ref_audio_param);
+  speaker.vector = *std::move(vector);
+  ref_clips_->WithLabels({"encoded"}).Inc();
+  stage_seconds_->WithLabels({"speaker"}).Observe(MsSince(t0) / 1e3);
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  if (!cache_index_.contains(clip->sha256) && options_.speaker_cache_entries > 0) {
+    cache_.emplace_front(clip->sha256, speaker.vector);
+    cache_index_[clip->sha256] = cache_.begin();
+    if (cache_.size() > options_.speaker_cache_entries) {
+      cache_index_.erase(cache_.back().first);
+      cache_.pop_back();
+    }
+  }
+  return speaker;
 }
 
 StatusOr<AudioDecodeResult> AudioDecoderService::Decode(const AudioDecodeRequest& request) const {
@@ -146,8 +199,8 @@ StatusOr<AudioDecodeResult> AudioDecoderService::Decode(const AudioDecodeRequest
   const int64_t hi = request.range ? std::min<int64_t>(std::ssize(request.units), end + context.right) : end;
   const auto t0 = SteadyClock::now();
   const std::span<const int32_t> window(request.units.data() + lo, static_cast<size_t>(hi - lo));
-  const VocodeInput input{.units = window, .speaker = speaker_rows_[static_cast<size_t>(speaker.row)]};
-  OMNI_ASSIGN_OR_RETURN(std::vector<float> wave, vocode_(input));
+  const VocodeInput input{.units = window, .speaker = speaker.vector};
+  OMNI_ASSIGN_OR_RETURN(std::vector<float> wave, speaker.zero_shot ? options_.vocode_zero_shot(input) : vocode_(input));
   const int64_t spu = model_.samples_per_unit();
   if (std::ssize(wave) != (hi - lo) * spu) {
     return Internal(fmt::format("the vocoder gave {} samples for {} units", wave.size(), hi - lo));

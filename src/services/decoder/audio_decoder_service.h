@@ -1,9 +1,12 @@
 // The audio decoder server's logic, without sockets: the LLM's speech units
 // in, a clip in the store out (DESIGN.md, "Roles": decoder --modality audio).
 //
-//   speaker   SpeakerTable: a named id, else (a reference clip: refused,
-//             400 unsupported_speaker) gender and age, else the default
-//             ("fkms"), OmniServe's precedence
+//   speaker   SpeakerTable: a named id, else a reference clip (fetched
+//             through the MediaFetcher, decoded to mono at 24 kHz, the
+//             zero-shot vocoder's speaker encoder; its vector cached by the
+//             clip's SHA-256; 400 unsupported_speaker when no zero-shot
+//             vocoder is loaded), else gender and age, else the default
+//             ("fkms"): OmniServe's precedence
 //   vocode    the unit BigVGAN through a ModelBatcher (services/model_batcher.h):
 //             requests that wait together share one forward; a range
 //             request vocodes its window and keeps units [first, last)
@@ -22,6 +25,9 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <list>
+#include <mutex>
+#include <unordered_map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,6 +35,7 @@
 
 #include "core/clock.h"
 #include "core/status.h"
+#include "media/media_fetch.h"
 #include "models/audio_decoder/speakers.h"
 #include "models/audio_decoder/unit_bigvgan.h"
 #include "net/metrics.h"
@@ -59,6 +66,14 @@ struct AudioDecoderServiceOptions {
   std::chrono::seconds url_ttl{3600};
   const Clock* clock = &Clock::Real();  // the answers' expires_at
   MetricsRegistry* metrics = nullptr;   // required
+  // Zero-shot speakers: the vocoder whose speaker encoder takes reference
+  // clips (config finetune false), its vocode function (its own batcher),
+  // and the fetcher of the clips' URLs. All or none; they outlive the service.
+  const models::UnitBigVgan* zero_shot = nullptr;
+  VocodeFn vocode_zero_shot;
+  const media::MediaFetcher* fetcher = nullptr;
+  double max_ref_audio_seconds = 60;  // longer reference clips are refused
+  size_t speaker_cache_entries = 256;  // reference clips' vectors kept, by SHA-256
 };
 
 struct AudioDecodeStageTimes {
@@ -98,10 +113,12 @@ class AudioDecoderService {
 
  private:
   struct Speaker {
-    int64_t row = 0;
-    std::string name;
+    Tensor vector;          // [spk_emb_dim] f32
+    std::string name;       // a table name, or "ref:" and the clip's SHA-256 prefix
+    bool zero_shot = false; // vocoded by the zero-shot vocoder
   };
   StatusOr<Speaker> ResolveSpeaker(const AudioDecodeRequest& request) const;
+  StatusOr<Speaker> ReferenceSpeaker(const SpeakerChoice& choice) const;
   Status Store(const std::string& bytes, AudioDecodeResult* r) const;
 
   AudioDecoderServiceOptions options_;
@@ -110,6 +127,12 @@ class AudioDecoderService {
   VocodeFn vocode_;
   std::vector<Tensor> speaker_rows_;  // [num_spk] of [spk_emb_dim] f32
   HistogramFamily* stage_seconds_;
+  CounterFamily* ref_clips_;  // reference clips by result: encoded, cached
+
+  // Reference clips' speaker vectors, least recently used first evicted.
+  mutable std::mutex cache_mu_;
+  mutable std::list<std::pair<std::string, Tensor>> cache_;  // guarded by cache_mu_; front = newest
+  mutable std::unordered_map<std::string, std::list<std::pair<std::string, Tensor>>::iterator> cache_index_;
 };
 
 }  // namespace omni::decoder

@@ -23,10 +23,11 @@
 namespace omni::decoder::testing {
 
 // The demo folder (make-demo-model --component ad): speakers fkms, mhwj,
-// fphj, mphw; causal; 960 samples per unit.
+// fphj, mphw; causal; 960 samples per unit; and its zero-shot companion.
 struct DemoVocoder {
   std::filesystem::path dir;
   std::unique_ptr<models::UnitBigVgan> model;
+  std::unique_ptr<models::UnitBigVgan> zero_shot;  // dir/zeroshot: the ECAPA-TDNN companion
   std::unique_ptr<models::SpeakerTable> speakers;
 
   static const DemoVocoder& Get() {
@@ -38,6 +39,9 @@ struct DemoVocoder {
       auto model = models::UnitBigVgan::Load(d->dir.string());
       EXPECT_TRUE(model.ok()) << model.status().ToString();
       d->model = std::move(model).value();
+      auto zero_shot = models::UnitBigVgan::Load((d->dir / "zeroshot").string());
+      EXPECT_TRUE(zero_shot.ok()) << zero_shot.status().ToString();
+      d->zero_shot = std::move(zero_shot).value();
       auto speakers = models::SpeakerTable::Load(d->dir.string(), d->model->config().num_spk);
       EXPECT_TRUE(speakers.ok()) << speakers.status().ToString();
       d->speakers = std::make_unique<models::SpeakerTable>(std::move(speakers).value());

@@ -98,6 +98,7 @@ struct SpeakerSpec {
   std::string id;
   std::string gender;  // "f" | "m" | ""
   std::string age;     // "0-10" | "10" | "20-30" | "40-50" | "60-70" | ""
+  std::string ref_audio;  // a reference clip's URL (data:, http://, ...): a zero-shot voice
 };
 
 // How spoken answers are made (speech_stage.h, speech_answer.h).

@@ -11,6 +11,35 @@ Status Bad(std::string message, std::string param) {
   return InvalidArgument(std::move(message)).WithParam(std::move(param));
 }
 
+// OmniServe's is_ref_audio: the last audio part of the messages (an
+// input_audio part as a data: URL, or an audio_url part's URL).
+StatusOr<std::string> LastInputAudio(const Json& j) {
+  if (j.contains("messages") && j["messages"].is_array()) {
+    const Json& messages = j["messages"];
+    for (auto m = messages.rbegin(); m != messages.rend(); ++m) {
+      if (!m->is_object() || !m->contains("content") || !(*m)["content"].is_array()) continue;
+      const Json& parts = (*m)["content"];
+      for (auto p = parts.rbegin(); p != parts.rend(); ++p) {
+        if (!p->is_object() || !p->contains("type")) continue;
+        const Json& part = *p;
+        if (part["type"] == "input_audio" && part.contains("input_audio") && part["input_audio"].is_object()) {
+          const Json& a = part["input_audio"];
+          if (a.contains("data") && a["data"].is_string()) {
+            const std::string format = a.contains("format") && a["format"].is_string() ? a["format"].get<std::string>()
+                                                                                       : "wav";
+            return "data:audio/" + format + ";base64," + a["data"].get<std::string>();
+          }
+        }
+        if (part["type"] == "audio_url" && part.contains("audio_url") && part["audio_url"].is_object() &&
+            part["audio_url"].contains("url") && part["audio_url"]["url"].is_string()) {
+          return part["audio_url"]["url"].get<std::string>();
+        }
+      }
+    }
+  }
+  return Bad("'is_ref_audio' clones the voice of the messages' last audio part, and they have none", "is_ref_audio");
+}
+
 }  // namespace
 
 StatusOr<std::optional<SpeechRequestOptions>> ParseSpeechOptions(std::string_view body) {
@@ -27,6 +56,13 @@ StatusOr<std::optional<SpeechRequestOptions>> ParseSpeechOptions(std::string_vie
   }
   if (!audio) return std::optional<SpeechRequestOptions>();
   SpeechRequestOptions o;
+  if (j.contains("is_ref_audio")) {
+    if (!j["is_ref_audio"].is_boolean()) return Bad("'is_ref_audio' must be true or false", "is_ref_audio");
+    if (j["is_ref_audio"].get<bool>()) {
+      OMNI_ASSIGN_OR_RETURN(std::string clip, LastInputAudio(j));
+      o.speaker = SpeakerSpec{.ref_audio = std::move(clip)};
+    }
+  }
   if (!j.contains("audio") || j["audio"].is_null()) return std::optional<SpeechRequestOptions>(o);
   const Json& a = j["audio"];
   if (!a.is_object()) return Bad("'audio' must be an object: {\"voice\": ..., \"format\": ...}", "audio");
@@ -53,18 +89,18 @@ StatusOr<std::optional<SpeechRequestOptions>> ParseSpeechOptions(std::string_vie
       *out = s[k].get<std::string>();
       return Status::Ok();
     };
-    if (!s.is_object()) return Bad("'audio.speaker' must be {\"id\"} or {\"gender\", \"age\"}", "audio.speaker");
-    if (s.contains("ref_audio")) {
-      return Bad("zero-shot voices (audio.speaker.ref_audio) are not supported by this deployment's audio decoder yet",
-                 "audio.speaker")
-          .WithErrorCode("unsupported_speaker");
+    if (!s.is_object()) {
+      return Bad("'audio.speaker' must be {\"id\"}, {\"gender\", \"age\"} or {\"ref_audio\"}", "audio.speaker");
     }
     OMNI_RETURN_IF_ERROR(field("id", &spec.id));
     OMNI_RETURN_IF_ERROR(field("gender", &spec.gender));
     OMNI_RETURN_IF_ERROR(field("age", &spec.age));
-    if (spec.id.empty() && spec.gender.empty() && spec.age.empty()) {
-      return Bad("'audio.speaker' must name an id, a gender or an age", "audio.speaker");
+    OMNI_RETURN_IF_ERROR(field("ref_audio", &spec.ref_audio));
+    if (spec.id.empty() && spec.gender.empty() && spec.age.empty() && spec.ref_audio.empty()) {
+      return Bad("'audio.speaker' must name an id, a gender, an age or a ref_audio URL", "audio.speaker");
     }
+    // is_ref_audio's clip joins an explicit speaker (whose id, if any, wins at the decoder).
+    if (o.speaker && spec.ref_audio.empty()) spec.ref_audio = o.speaker->ref_audio;
     o.speaker = spec;
   }
   return std::optional<SpeechRequestOptions>(o);
@@ -75,6 +111,7 @@ StatusOr<std::string> ForceAudioBody(std::string_view body) {
   if (!j.is_object()) return InvalidArgument("the request body is not a JSON object");
   j.erase("modalities");
   j.erase("audio");
+  j.erase("is_ref_audio");
   j["force_audio"] = true;
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }

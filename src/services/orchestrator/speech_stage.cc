@@ -34,6 +34,7 @@ nlohmann::json SpeakerJson(const SpeakerSpec& s) {
   if (!s.id.empty()) j["id"] = s.id;
   if (!s.gender.empty()) j["gender"] = s.gender;
   if (!s.age.empty()) j["age"] = s.age;
+  if (!s.ref_audio.empty()) j["ref_audio"] = s.ref_audio;
   return j;
 }
 
@@ -117,10 +118,14 @@ StatusOr<SpokenAudio> SpeechStage::Decode(const SpeechJob& job, const std::strin
                                                        .timeout_code = "audio_decode_timeout"})) {
     return failed(*f);
   }
-  if (r->status == 400 || r->status == 404) {  // what the request chose: its voice or speaker
-    return failed(InvalidArgument("the audio decoder refused the request's voice: " + DecoderMessage(*r))
-                      .WithParam("audio.voice")
-                      .WithErrorCode("invalid_voice"));
+  if (r->status == 400 || r->status == 404 || r->status == 413 || r->status == 415) {
+    // What the request chose: its voice, speaker or reference clip.
+    const bool clip = !job.speaker.ref_audio.empty();
+    return failed(InvalidArgument(std::string(clip ? "the audio decoder refused the reference clip: "
+                                                   : "the audio decoder refused the request's voice: ") +
+                                  DecoderMessage(*r))
+                      .WithParam(clip ? "audio.speaker.ref_audio" : "audio.voice")
+                      .WithErrorCode(clip ? "invalid_reference_audio" : "invalid_voice"));
   }
   if (r->status != 200) {
     return failed(Internal(fmt::format("the audio decoder could not voice the model's units ({}): {}", r->status,
