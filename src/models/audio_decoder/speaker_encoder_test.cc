@@ -12,13 +12,12 @@
 #include <cmath>
 #include <complex>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <numbers>
 
 #include <nlohmann/json.hpp>
 
+#include "core/config.h"
 #include "models/audio_decoder/demo_audio_decoder.h"
 #include "models/audio_decoder/speaker_reference.h"
 #include "models/audio_decoder/unit_bigvgan.h"
@@ -27,12 +26,6 @@ namespace omni::models {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << path;
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 // The demo's zero-shot folder, with or without global context.
 std::string ZeroShotDir(bool global_context) {
@@ -80,8 +73,10 @@ class ZeroShotDirCleanup : public ::testing::Environment {
 };
 
 TEST_P(SpeakerEncoderTest, MatchesThePyTorchReference) {
-  const nlohmann::json golden = nlohmann::json::parse(ReadFile(
-      std::string(OMNI_AUDIO_DECODER_TESTDATA) + (GetParam() ? "/zeroshot_gca_golden.json" : "/zeroshot_golden.json")));
+  const StatusOr<std::string> text = ReadTextFile(
+      std::string(OMNI_AUDIO_DECODER_TESTDATA) + (GetParam() ? "/zeroshot_gca_golden.json" : "/zeroshot_golden.json"));
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  const nlohmann::json golden = nlohmann::json::parse(*text);
   ASSERT_EQ(golden["model"]["global_context_att"].get<bool>(), GetParam());
   auto vocoder = UnitBigVgan::Load(ZeroShotDir(GetParam()));
   ASSERT_TRUE(vocoder.ok()) << vocoder.status().ToString();
