@@ -3,6 +3,8 @@
 // weights, the served decoder and time to first audio).
 //   BM_Vocode10s        250 units (10 s) with the `bench` preset: time, real-time factor
 //   BM_Batch8x2s        8 clips of 29..50 units, as one [8, 64] forward and as eight [1, 64] ones
+//   BM_SpeakerFromClip5s  the zero-shot companion's speaker vector from a 5 s clip (high-pass,
+//                       log-mel, ECAPA-TDNN), steady and for a clip length never seen before
 // The preset's weights are written to $OMNI_BENCH_AD_DIR when set (run.sh
 // points PyTorch at the same folder), else to a temp folder.
 #include <benchmark/benchmark.h>
@@ -10,6 +12,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <vector>
@@ -24,21 +27,24 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
+// The preset's folder; `sub` "" for the table vocoder, "zeroshot" for its companion.
+const models::UnitBigVgan* LoadBench(const std::string& sub) {
+  const char* env = std::getenv("OMNI_BENCH_AD_DIR");
+  const std::string dir = env != nullptr ? env
+                                         : (std::filesystem::temp_directory_path() /
+                                            ("audio_decoder_bench." + std::to_string(::getpid())))
+                                               .string();
+  if (!std::filesystem::exists(dir + "/model.safetensors")) {
+    OMNI_CHECK(models::WriteDemoAudioDecoder(models::BenchAudioDecoderSpec(), dir).ok());
+  }
+  auto v = models::UnitBigVgan::Load(sub.empty() ? dir : dir + "/" + sub);
+  OMNI_CHECK(v.ok()) << v.status().ToString();
+  if (env == nullptr) std::filesystem::remove_all(dir);
+  return v->release();
+}
+
 const models::UnitBigVgan& Vocoder() {
-  static const models::UnitBigVgan* vocoder = [] {
-    const char* env = std::getenv("OMNI_BENCH_AD_DIR");
-    const std::string dir = env != nullptr ? env
-                                           : (std::filesystem::temp_directory_path() /
-                                              ("audio_decoder_bench." + std::to_string(::getpid())))
-                                                 .string();
-    if (!std::filesystem::exists(dir + "/model.safetensors")) {
-      OMNI_CHECK(models::WriteDemoAudioDecoder(models::BenchAudioDecoderSpec(), dir).ok());
-    }
-    auto v = models::UnitBigVgan::Load(dir);
-    OMNI_CHECK(v.ok()) << v.status().ToString();
-    if (env == nullptr) std::filesystem::remove_all(dir);
-    return v->release();
-  }();
+  static const models::UnitBigVgan* vocoder = LoadBench("");
   return *vocoder;
 }
 
@@ -104,6 +110,36 @@ void BM_Batch8x2s(benchmark::State& state) {
   state.counters["batch_speedup"] = single / batched;
 }
 BENCHMARK(BM_Batch8x2s)->Unit(benchmark::kMillisecond)->Iterations(2);
+
+// A voice-like clip of `seconds` at 24 kHz (torch_speaker.py's formula).
+std::vector<float> Clip(double seconds) {
+  std::vector<float> x(static_cast<size_t>(seconds * 24000));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double t = static_cast<double>(i) / 24000;
+    x[i] = static_cast<float>(0.3 * std::sin(2 * M_PI * 180 * t) * (0.6 + 0.4 * std::sin(2 * M_PI * 3 * t)));
+  }
+  return x;
+}
+
+void BM_SpeakerFromClip5s(benchmark::State& state) {
+  static const models::UnitBigVgan* zero_shot = LoadBench("zeroshot");
+  const std::vector<float> clip = Clip(5.0);
+  // A length never seen: whatever per-shape setup the encoder has is in this time.
+  auto a = Clock::now();
+  OMNI_CHECK(zero_shot->SpeakerFromClip(Clip(5.37)).ok());
+  const double first = Seconds(a, Clock::now());
+  double seconds = 0;
+  for (auto _ : state) {
+    a = Clock::now();
+    auto v = zero_shot->SpeakerFromClip(clip);
+    seconds += Seconds(a, Clock::now());
+    OMNI_CHECK(v.ok());
+    benchmark::DoNotOptimize(v->raw_data());
+  }
+  state.counters["clip_5s_ms"] = seconds / static_cast<double>(state.iterations()) * 1e3;
+  state.counters["new_length_5_37s_ms"] = first * 1e3;
+}
+BENCHMARK(BM_SpeakerFromClip5s)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 }  // namespace
 }  // namespace omni

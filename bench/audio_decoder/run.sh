@@ -3,7 +3,8 @@
 #   bench/audio_decoder/run.sh [build-dir]
 # 1. audio_decoder_bench: the `bench` vocoder (1536 channels, six stages) on
 #    10 s: time and real-time factor; 8 clips batched against one at a time.
-# 2. PyTorch on the same weights (torch_vocoder.py, 2 threads).
+#    The zero-shot speaker encoder (its bench companion, 512 wide) on a 5 s clip.
+# 2. PyTorch on the same weights (torch_vocoder.py, torch_speaker.py, every core).
 # 3. The served decoder (`omniserve decoder --modality audio`, `bench`
 #    preset, 8 workers): 8 concurrent requests of 2 s each, --max-batch 8
 #    against --max-batch 1.
@@ -20,6 +21,7 @@ use_workdir
 "$build/omniserve" make-demo-model --component ad --preset bench --out "$work/ad" >/dev/null
 OMNI_BENCH_AD_DIR="$work/ad" "$build/bench/audio_decoder/audio_decoder_bench" --benchmark_counters_tabular=true
 /usr/bin/python3 "$(dirname "$0")/torch_vocoder.py" "$work/ad" "$(nproc)"
+/usr/bin/python3 "$(dirname "$0")/torch_speaker.py" "$work/ad/zeroshot" "$(nproc)"
 
 mkdir -p "$work/store"
 for batch in 1 8; do

@@ -85,6 +85,11 @@ struct CpuKernels {
   // level can: the streaming bandwidth benchmarks' bound.
   uint64_t (*stream_read)(const void* p, int64_t bytes);
   void (*packed_linear)(const PackedLinearArgs& a);
+  // BigVGAN's anti-aliased SnakeBeta on one row (anti_alias_cpu.h): in [t]
+  // -> out [t], 2x upsampled through the 12 taps f, u + inv_beta
+  // sin^2(alpha u), downsampled through f. scratch: 3 t + 24 floats.
+  void (*anti_aliased_snake_row)(const float* in, int64_t t, float alpha, float inv_beta, const float* f, float* out,
+                                 float* scratch);
   AttentionKernels attention;
 };
 

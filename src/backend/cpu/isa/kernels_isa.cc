@@ -46,6 +46,7 @@ inline int64_t Min(int64_t a, int64_t b) { return a < b ? a : b; }
 #endif
 
 #include "backend/cpu/isa/row_kernels-inl.h"
+#include "backend/cpu/isa/anti_alias_kernels-inl.h"
 #include "backend/cpu/isa/amx_tiles-inl.h"
 #include "backend/cpu/isa/linear_kernels-inl.h"
 #include "backend/cpu/isa/attention_kernels-inl.h"
@@ -71,6 +72,7 @@ constexpr CpuKernels MakeTable() {
   k.sum_squares = SumSquares;
   k.stream_read = StreamRead;
   k.packed_linear = PackedLinear;
+  k.anti_aliased_snake_row = AntiAliasedSnakeRow;
   k.attention.score_f32 = ScoreF32;
   k.attention.softmax_tile = SoftmaxTile;
   k.attention.accumulate_pv_f32 = AccumulatePvF32;
