@@ -77,6 +77,8 @@ std::string AudioDecodeResultJson(const AudioDecodeResult& r, const AudioDecodeR
   j["duration"] = r.duration;
   j["units"] = r.units;
   j["speaker"] = r.speaker;
+  // What a range request needs around its units: callers may send only that.
+  j["context"] = {{"left", r.context_left}, {"right", r.context_right}};
   if (request.inline_audio) j["audio"] = Base64Encode(r.audio_bytes);
   return j.dump();
 }
@@ -194,7 +196,9 @@ StatusOr<AudioDecodeResult> AudioDecoderService::Decode(const AudioDecodeRequest
       return InvalidArgument("range: units [first, last) must be a non-empty part of the window").WithParam("range");
     }
   }
-  const models::UnitBigVgan::Context context = model_.context();
+  const models::UnitBigVgan::Context context = (speaker.zero_shot ? *options_.zero_shot : model_).context();
+  r.context_left = context.left;
+  r.context_right = context.right;
   const int64_t lo = request.range ? std::max<int64_t>(0, begin - context.left) : 0;
   const int64_t hi = request.range ? std::min<int64_t>(std::ssize(request.units), end + context.right) : end;
   const auto t0 = SteadyClock::now();

@@ -91,7 +91,8 @@ struct AudioDecodeResult {
   int64_t samples = 0;        // units * samples_per_unit
   double duration = 0;        // samples / sample_rate, seconds
   int64_t units = 0;          // units vocoded (last - first for a range)
-  std::string speaker;        // the speaker table's name
+  std::string speaker;        // the speaker table's name, or "ref:" and the clip's hash
+  int64_t context_left = 0, context_right = 0;  // the vocoder's receptive field, units (UnitBigVgan::context)
   AudioDecodeStageTimes times;
 };
 

@@ -116,6 +116,11 @@ TEST_F(AudioDecoderZeroShotTest, AReferenceClipGivesItsEncodersVoiceOncePerClip)
   auto table = Decode({{"units", units}});
   ASSERT_TRUE(table.ok());
   EXPECT_NE(table->audio_bytes, r->audio_bytes);
+  // Each answer says the receptive field of the vocoder that made it.
+  EXPECT_EQ(r->context_left, demo_.zero_shot->context().left);
+  EXPECT_EQ(r->context_right, demo_.zero_shot->context().right);
+  EXPECT_EQ(table->context_left, demo_.model->context().left);
+  EXPECT_GT(table->context_left, 0);
 
   // OmniServe's /predictions: bare base64 in ref_audio_base64.
   const std::string b64 = clip.substr(clip.find(',') + 1);

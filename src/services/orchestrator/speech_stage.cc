@@ -1,6 +1,8 @@
 #include "services/orchestrator/speech_stage.h"
 
+#include <algorithm>
 #include <array>
+#include <span>
 #include <utility>
 
 #include <fmt/core.h>
@@ -95,13 +97,22 @@ StatusOr<SpokenAudio> SpeechStage::Decode(const SpeechJob& job, const std::strin
   if (stopping_.load()) {
     return failed(Unavailable("the orchestrator is shutting down").WithErrorCode("server_shutdown"));
   }
+  // A chunk sends the units its samples depend on once the decoder has said
+  // how far that reaches; before, every unit so far (the decoder crops).
+  const int kind = job.speaker.ref_audio.empty() ? 0 : 1;
+  int64_t lo = 0, hi = std::ssize(job.units);
+  const int64_t left = context_left_[kind].load(), right = context_right_[kind].load();
+  if (job.range && left >= 0 && right >= 0) {
+    lo = std::max<int64_t>(0, job.range->first - left);
+    hi = std::min<int64_t>(hi, job.range->second + right);
+  }
   nlohmann::json body = {{"model", config_.speech.audio_decoder},
-                         {"units", job.units},
+                         {"units", std::span<const int32_t>(job.units.data() + lo, static_cast<size_t>(hi - lo))},
                          {"speaker", SpeakerJson(job.speaker)},
                          {"format", job.range ? std::string("pcm16") : job.format}};
   if (job.range) {
     body["inline"] = true;
-    body["range"] = {{"window_start", 0}, {"first", job.range->first}, {"last", job.range->second}};
+    body["range"] = {{"window_start", lo}, {"first", job.range->first}, {"last", job.range->second}};
   }
   HttpClientRequest up{.method = HttpMethod::kPost,
                        .url = config_.gateway + "/v1/decode",
@@ -137,6 +148,13 @@ StatusOr<SpokenAudio> SpeechStage::Decode(const SpeechJob& job, const std::strin
   try {
     const std::string format = j.at("format").get<std::string>(), mime = j.at("mime").get<std::string>();
     const double duration = j.at("duration").get<double>();
+    if (j.contains("context") && j["context"].is_object()) {
+      const int64_t l = j["context"].value("left", int64_t{-1}), r2 = j["context"].value("right", int64_t{-1});
+      if (l >= 0 && r2 >= 0) {
+        context_left_[kind].store(l);
+        context_right_[kind].store(r2);
+      }
+    }
     if (job.range) {
       std::optional<std::string> bytes = Base64Decode(j.at("audio").get<std::string>());
       if (!bytes) return failed(Internal("the audio decoder's inline audio is not base64").WithErrorCode("audio_decode_failed"));
