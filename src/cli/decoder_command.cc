@@ -108,6 +108,11 @@ int RunAudioDecoder(const DecoderFlags& f) {
     return 2;
   }
   const models::UnitBigVgan& vocoder = **model;
+  if (vocoder.zero_shot()) {
+    OMNI_LOG(kError, "decoder: --model {} is a zero-shot checkpoint (finetune false); give the speaker-table one as "
+                     "--model and this one as --zeroshot-model", f.model);
+    return 2;
+  }
   // The fixed forward shapes' primitives, before the first request pays for them.
   vocoder.WarmUp();
   auto speakers = models::SpeakerTable::Load(f.model, vocoder.config().num_spk);
@@ -153,10 +158,15 @@ int RunAudioDecoder(const DecoderFlags& f) {
     }
     zero_shot->WarmUp();
   }
-  auto fetch = MakeMediaFetcher(f.fetch, media::S3ReaderForStore(store.get(), f.store));
-  if (!fetch.ok()) {
-    OMNI_LOG(kError, "decoder: {}", fetch.status().message());
-    return 2;
+  // Reference clips are fetched only for the zero-shot vocoder.
+  MediaFetchSetup fetch;
+  if (zero_shot) {
+    auto made = MakeMediaFetcher(f.fetch, media::S3ReaderForStore(store.get(), f.store));
+    if (!made.ok()) {
+      OMNI_LOG(kError, "decoder: {}", made.status().message());
+      return 2;
+    }
+    fetch = std::move(made).value();
   }
   MetricsRegistry registry;
   AddProcessInfoMetrics(registry);
@@ -175,7 +185,7 @@ int RunAudioDecoder(const DecoderFlags& f) {
                                         .metrics = &registry,
                                         .zero_shot = zero_shot.get(),
                                         .vocode_zero_shot = vocode_zero_shot,
-                                        .fetcher = zero_shot ? fetch->fetcher.get() : nullptr,
+                                        .fetcher = fetch.fetcher.get(),
                                         .max_ref_audio_seconds = f.max_ref_audio_seconds},
                                        vocoder, *speakers,
                                        [&batcher](const decoder::VocodeInput& in) { return batcher.Forward(in); });

@@ -174,8 +174,24 @@ TEST(SpeakerReferenceTest, ClipsThatCannotGiveAVoiceAreRefused) {
   std::vector<float> nan = Clip();
   nan[100] = std::nanf("");
   EXPECT_EQ((*vocoder)->SpeakerFromClip(nan).status().code(), StatusCode::kInvalidArgument);
-  const std::vector<float> tiny(100, 0.5f);  // shorter than one 1024-sample frame with its padding
-  EXPECT_EQ((*vocoder)->SpeakerFromClip(tiny).status().code(), StatusCode::kInvalidArgument);
+  // Not silent, but far below any voice: the gain would overflow.
+  std::vector<float> faint = Clip();
+  for (float& v : faint) v *= 1e-33f;
+  auto whisper = (*vocoder)->SpeakerFromClip(faint);
+  EXPECT_EQ(whisper.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(whisper.status().message().find("silent"), std::string::npos) << whisper.status().message();
+  // The encoder needs two frames: 1024 + 256 - 2 * 384 = 512 samples.
+  const std::vector<float> clip = Clip();
+  for (size_t n : {100, 300, 511}) {
+    const std::vector<float> tiny(clip.begin(), clip.begin() + static_cast<int64_t>(n));
+    auto short_clip = (*vocoder)->SpeakerFromClip(tiny);
+    EXPECT_EQ(short_clip.status().code(), StatusCode::kInvalidArgument) << n;
+    EXPECT_NE(short_clip.status().message().find("too short"), std::string::npos) << short_clip.status().message();
+  }
+  const std::vector<float> enough(clip.begin(), clip.begin() + 512);
+  EXPECT_TRUE((*vocoder)->SpeakerFromClip(enough).ok());
+  // int16 of a NaN sample is 0, not undefined.
+  EXPECT_EQ(ToPcm16(std::vector<float>{std::nanf(""), 0.5f, -2.f}), (std::vector<int16_t>{0, 16383, -32767}));
   // A table vocoder has no speaker encoder.
   auto table = UnitBigVgan::Load(fs::path(ZeroShotDir(false)).parent_path().string());
   ASSERT_TRUE(table.ok());

@@ -16,6 +16,7 @@ namespace {
 
 constexpr double kHighPassHz = 70.0;
 constexpr double kLoudnessDb = -26.0;
+constexpr double kSilentPeak = 1e-6;
 constexpr float kMelFloor = 1e-5f;
 constexpr float kMagnitudeEps = 1e-9f;
 
@@ -58,12 +59,13 @@ StatusOr<std::vector<float>> NormalizeReferenceClip(std::span<const float> sampl
     energy += static_cast<double>(out[i]) * out[i];
     peak = std::max(peak, static_cast<double>(std::abs(out[i])));
   }
-  if (samples.empty() || energy <= 0 || peak <= 0) {
+  // Below -120 dBFS there is no voice to clone, and the gain would overflow.
+  if (samples.empty() || peak < kSilentPeak) {
     return InvalidArgument("the reference audio is silent (after a 70 Hz high-pass); a voice to clone is needed");
   }
   const double rms = std::sqrt(energy / static_cast<double>(samples.size()));
-  const float gain = static_cast<float>(std::min(std::pow(10.0, kLoudnessDb / 20.0) / rms, 1.0 / peak));
-  for (float& v : out) v *= gain;
+  const double gain = std::min(std::pow(10.0, kLoudnessDb / 20.0) / rms, 1.0 / peak);
+  for (float& v : out) v = static_cast<float>(v * gain);
   return out;
 }
 
@@ -97,9 +99,11 @@ ReferenceMel::~ReferenceMel() {
 StatusOr<Tensor> ReferenceMel::Compute(std::span<const float> samples) const {
   const ReferenceMelConfig& c = config_;
   const int64_t n = std::ssize(samples), pad = (c.n_fft - c.hop_size) / 2;
-  if (n <= pad || n + 2 * pad < c.n_fft) {
-    return InvalidArgument(fmt::format("the reference audio is too short: {} samples, at least {} are needed", n,
-                                       std::max<int64_t>(pad + 1, c.n_fft - 2 * pad)));
+  // Two frames at least: the speaker encoder's statistics need them.
+  const int64_t min_samples = std::max<int64_t>(pad + 1, c.n_fft + c.hop_size - 2 * pad);
+  if (n < min_samples) {
+    return InvalidArgument(fmt::format("the reference audio is too short: {} samples at {} Hz, at least {} are needed",
+                                       n, c.sample_rate, min_samples));
   }
   const int64_t frames = (n + 2 * pad - c.n_fft) / c.hop_size + 1;
   const int freqs = c.n_fft / 2 + 1;

@@ -14,8 +14,9 @@
 //      Slaney mel filters (layers/mel_filterbank.h) over [fmin, fmax];
 //      ln(max(mel, 1e-5)). [num_mels, (n + 2 pad - n_fft) / hop + 1].
 //
-// Errors (InvalidArgument): a silent clip (OmniServe asserts), non-finite
-// samples, a clip shorter than one frame.
+// Errors (InvalidArgument): a silent clip (a high-passed peak below 1e-6;
+// OmniServe asserts on exact silence), non-finite samples, a clip shorter
+// than two frames.
 // Thread-safety: NormalizeReferenceClip is pure; ReferenceMel's construction
 // plans an FFT under layers::FftwPlannerMutex(), Compute is const and may
 // run concurrently.

@@ -79,8 +79,8 @@ StatusOr<SpeakerTable> SpeakerTable::Parse(std::string_view spk_list, std::strin
         const auto it = std::find(t.names_.begin(), t.names_.end(), id);
         if (it == t.names_.end()) {
           return InvalidArgument(fmt::format(
-              "speaker_config.json: {}/{} names \"{}\", which is not in spk_list.txt (a reference clip: zero-shot "
-              "speakers are not supported yet)",
+              "speaker_config.json: {}/{} names \"{}\", which is not in spk_list.txt (zero-shot voices come "
+              "from a request's speaker.ref_audio, not from this file)",
               age, gender, id));
         }
         rows_for.push_back(it - t.names_.begin());

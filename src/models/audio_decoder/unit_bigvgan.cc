@@ -324,7 +324,13 @@ StatusOr<Tensor> UnitBigVgan::SpeakerFromClip(std::span<const float> samples,
   if (callback != nullptr) (*callback)("normalized", Tensor::FromFloats(clip, {std::ssize(clip)}));
   OMNI_ASSIGN_OR_RETURN(Tensor mel, impl_->reference_mel->Compute(clip));
   if (callback != nullptr) (*callback)("mel", mel);
-  return impl_->speaker_encoder->Embed(mel, callback);
+  OMNI_ASSIGN_OR_RETURN(Tensor vector, impl_->speaker_encoder->Embed(mel, callback));
+  for (int64_t i = 0; i < vector.numel(); ++i) {
+    if (!std::isfinite(vector.data<float>()[i])) {
+      return InvalidArgument("the reference audio gives no usable speaker vector (not finite)");
+    }
+  }
+  return vector;
 }
 
 Tensor UnitBigVgan::Forward(const Tensor& units, const Tensor& speakers, std::span<const int64_t> lengths,
@@ -514,7 +520,8 @@ std::vector<int16_t> ToPcm16(std::span<const float> wav) {
   std::vector<int16_t> out(wav.size());
   for (size_t i = 0; i < wav.size(); ++i) {
     // numpy's astype(int16) after * 32767: truncation toward zero.
-    out[i] = static_cast<int16_t>(std::clamp(wav[i], -1.f, 1.f) * 32767.f);
+    const float v = std::isnan(wav[i]) ? 0.f : std::clamp(wav[i], -1.f, 1.f);  // NaN has no int16
+    out[i] = static_cast<int16_t>(v * 32767.f);
   }
   return out;
 }

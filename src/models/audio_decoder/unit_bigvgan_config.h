@@ -23,7 +23,7 @@ struct UnitBigVganConfig {
   bool global_context_att = false;
   int64_t n_fft = 1024, hop_size = 256, win_size = 1024;
   double fmin = 0;
-  double fmax = 0;  // 0: sampling_rate / 2 (config.json's null)
+  double fmax = 0;  // 0 or config.json's null: sampling_rate / 2
   std::vector<int64_t> upsample_rates{5, 4, 4, 3, 2, 2};
   std::vector<int64_t> upsample_kernel_sizes{10, 8, 8, 6, 4, 4};
   int64_t upsample_initial_channel = 1536;

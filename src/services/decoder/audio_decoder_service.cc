@@ -107,7 +107,8 @@ AudioDecoderService::AudioDecoderService(AudioDecoderServiceOptions options, con
               options_.zero_shot->config().sampling_rate == model_.config().sampling_rate &&
               options_.zero_shot->config().num_units == model_.config().num_units))
       << "the zero-shot vocoder must take reference clips and match the table vocoder's units and rate";
-  OMNI_CHECK(std::ssize(speakers_.names()) == model_.config().num_spk) << "speaker table and model disagree";
+  OMNI_CHECK(model_.config().num_spk > 0 && std::ssize(speakers_.names()) == model_.config().num_spk)
+      << "speaker table and model disagree";
   for (int64_t i = 0; i < model_.config().num_spk; ++i) {
     StatusOr<Tensor> row = model_.SpeakerRow(i);
     OMNI_CHECK(row.ok()) << row.status().ToString();
@@ -142,7 +143,16 @@ StatusOr<AudioDecoderService::Speaker> AudioDecoderService::ReferenceSpeaker(con
   }
   const auto t0 = SteadyClock::now();
   StatusOr<media::FetchedMedia> clip = options_.fetcher->Fetch(s.ref_audio);
-  if (!clip.ok()) return Status(clip.status()).WithParam(s.ref_audio_param);
+  if (!clip.ok()) {
+    // The URL is the client's: a host that refuses or fails is its problem to fix, not this server's.
+    const StatusCode code = clip.status().code();
+    if (code == StatusCode::kInvalidArgument || code == StatusCode::kPayloadTooLarge ||
+        code == StatusCode::kUnsupportedMedia) {
+      return Status(clip.status()).WithParam(s.ref_audio_param);
+    }
+    return InvalidArgument("the reference clip could not be fetched: " + clip.status().message())
+        .WithParam(s.ref_audio_param);
+  }
   Speaker speaker{.name = "ref:" + clip->sha256.substr(0, 16), .zero_shot = true};
   {
     std::lock_guard<std::mutex> lock(cache_mu_);
@@ -150,6 +160,7 @@ StatusOr<AudioDecoderService::Speaker> AudioDecoderService::ReferenceSpeaker(con
       cache_.splice(cache_.begin(), cache_, it->second);
       speaker.vector = it->second->second;
       ref_clips_->WithLabels({"cached"}).Inc();
+      stage_seconds_->WithLabels({"speaker"}).Observe(MsSince(t0) / 1e3);
       return speaker;
     }
   }
@@ -199,6 +210,12 @@ StatusOr<AudioDecodeResult> AudioDecoderService::Decode(const AudioDecodeRequest
   const models::UnitBigVgan::Context context = (speaker.zero_shot ? *options_.zero_shot : model_).context();
   r.context_left = context.left;
   r.context_right = context.right;
+  if (request.range && request.range->window_start > 0 && begin < context.left) {
+    return InvalidArgument(fmt::format("range: the window starts {} units before `first`; this vocoder needs {} "
+                                       "(or the window must start at unit 0)",
+                                       begin, context.left))
+        .WithParam("range");
+  }
   const int64_t lo = request.range ? std::max<int64_t>(0, begin - context.left) : 0;
   const int64_t hi = request.range ? std::min<int64_t>(std::ssize(request.units), end + context.right) : end;
   const auto t0 = SteadyClock::now();

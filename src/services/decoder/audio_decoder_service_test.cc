@@ -170,7 +170,10 @@ TEST_F(AudioDecoderServiceTest, RangeIsTheSliceOfTheOneShotWaveform) {
     }
     EXPECT_LE(differ, std::ssize(part) / 100);
   }
-  auto r = Decode({{"units", TestUnits(20)}, {"range", {{"window_start", 100}, {"first", 105}, {"last", 110}}}});
+  // A window later in the sequence, with the vocoder's left context before `first`.
+  const int64_t left = demo_.model->context().left;
+  auto r = Decode({{"units", TestUnits(static_cast<int>(left) + 20)},
+                   {"range", {{"window_start", 100}, {"first", 100 + left + 5}, {"last", 100 + left + 10}}}});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->units, 5);
   EXPECT_EQ(r->samples, 5 * 960);

@@ -142,8 +142,17 @@ TEST_F(AudioDecoderZeroShotTest, BadReferenceClipsGetPreciseErrors) {
   EXPECT_NE(quiet.status().message().find("silent"), std::string::npos) << quiet.status().message();
 
   auto remote = Decode({{"units", units}, {"speaker", {{"ref_audio", "http://127.0.0.1:9/a.wav"}}}});
-  EXPECT_FALSE(remote.ok());
+  EXPECT_EQ(remote.status().code(), StatusCode::kInvalidArgument) << remote.status().ToString();
   EXPECT_EQ(remote.status().param(), "speaker.ref_audio");
+
+  // A range whose window starts after unit 0 but without the vocoder's left context is refused.
+  const int64_t left = demo_.model->context().left;
+  const std::vector<int32_t> window = TestUnits(static_cast<int>(left) + 10);
+  auto cut = Decode({{"units", window}, {"range", {{"window_start", 100}, {"first", 100 + left - 1}, {"last", 100 + left + 2}}}});
+  EXPECT_EQ(cut.status().code(), StatusCode::kInvalidArgument) << cut.status().ToString();
+  EXPECT_EQ(cut.status().param(), "range");
+  auto whole = Decode({{"units", window}, {"range", {{"window_start", 100}, {"first", 100 + left}, {"last", 100 + left + 2}}}});
+  EXPECT_TRUE(whole.ok()) << whole.status().ToString();
 
   // An id still wins over a clip, as OmniServe's precedence has it.
   auto id = Decode({{"units", units}, {"speaker", {{"id", "mhwj"}, {"ref_audio", "data:,x"}}}});

@@ -1,5 +1,8 @@
 #include "services/orchestrator/speech_options.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include <nlohmann/json.hpp>
 
 namespace omni::orchestrator {
@@ -24,14 +27,18 @@ StatusOr<std::string> LastInputAudio(const Json& j) {
         const Json& part = *p;
         if (part["type"] == "input_audio" && part.contains("input_audio") && part["input_audio"].is_object()) {
           const Json& a = part["input_audio"];
-          if (a.contains("data") && a["data"].is_string()) {
-            const std::string format = a.contains("format") && a["format"].is_string() ? a["format"].get<std::string>()
-                                                                                       : "wav";
-            return "data:audio/" + format + ";base64," + a["data"].get<std::string>();
+          if (a.contains("data") && a["data"].is_string() && !a["data"].get_ref<const std::string&>().empty()) {
+            // The format names the data: URL's media type only when it is a plain token.
+            std::string format = a.contains("format") && a["format"].is_string() ? a["format"].get<std::string>() : "";
+            const bool token = !format.empty() && format.size() <= 16 &&
+                               std::all_of(format.begin(), format.end(), [](char ch) { return std::isalnum(ch) != 0; });
+            return (token ? "data:audio/" + format : std::string("data:application/octet-stream")) + ";base64," +
+                   a["data"].get<std::string>();
           }
         }
         if (part["type"] == "audio_url" && part.contains("audio_url") && part["audio_url"].is_object() &&
-            part["audio_url"].contains("url") && part["audio_url"]["url"].is_string()) {
+            part["audio_url"].contains("url") && part["audio_url"]["url"].is_string() &&
+            !part["audio_url"]["url"].get_ref<const std::string&>().empty()) {
           return part["audio_url"]["url"].get<std::string>();
         }
       }

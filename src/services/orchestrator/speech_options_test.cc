@@ -49,6 +49,13 @@ TEST(SpeechOptionsTest, VoicesSpeakersAndReferenceClips) {
                     {"messages", {{{"role", "user"}, {"content", {{{"type", "audio_url"}, {"audio_url", {{"url", "s3://b/k.wav"}}}}}}}}}});
   ASSERT_TRUE(url.ok() && url->has_value());
   EXPECT_EQ((*url)->speaker->ref_audio, "s3://b/k.wav");
+
+  // A format that is not a plain token does not reach the data: URL's media type.
+  auto odd = Parse({{"modalities", {"audio"}},
+                    {"is_ref_audio", true},
+                    {"messages", {{{"role", "user"}, {"content", {{{"type", "input_audio"}, {"input_audio", {{"data", "UklG"}, {"format", "wav;x=,"}}}}}}}}}});
+  ASSERT_TRUE(odd.ok() && odd->has_value());
+  EXPECT_EQ((*odd)->speaker->ref_audio, "data:application/octet-stream;base64,UklG");
 }
 
 TEST(SpeechOptionsTest, BadOptionsNameTheirField) {
@@ -65,6 +72,15 @@ TEST(SpeechOptionsTest, BadOptionsNameTheirField) {
       {{{"modalities", {"audio"}}, {"audio", {{"speaker", {{"ref_audio", 7}}}}}}, "audio.speaker"},
       {{{"modalities", {"audio"}}, {"is_ref_audio", "yes"}}, "is_ref_audio"},
       {{{"modalities", {"audio"}}, {"is_ref_audio", true}, {"messages", {{{"role", "user"}, {"content", "no audio"}}}}},
+       "is_ref_audio"},
+      // Empty audio parts are no clip either.
+      {{{"modalities", {"audio"}},
+        {"is_ref_audio", true},
+        {"messages", {{{"role", "user"}, {"content", {{{"type", "audio_url"}, {"audio_url", {{"url", ""}}}}}}}}}},
+       "is_ref_audio"},
+      {{{"modalities", {"audio"}},
+        {"is_ref_audio", true},
+        {"messages", {{{"role", "user"}, {"content", {{{"type", "input_audio"}, {"input_audio", {{"data", ""}}}}}}}}}},
        "is_ref_audio"},
   };
   for (const Case& c : cases) {

@@ -99,12 +99,12 @@ StatusOr<SpokenAudio> SpeechStage::Decode(const SpeechJob& job, const std::strin
   }
   // A chunk sends the units its samples depend on once the decoder has said
   // how far that reaches; before, every unit so far (the decoder crops).
-  const int kind = job.speaker.ref_audio.empty() ? 0 : 1;
+  // A request naming an id is voiced by the table even with a clip (the id wins).
+  const bool cloned = !job.speaker.ref_audio.empty() && job.speaker.id.empty();
   int64_t lo = 0, hi = std::ssize(job.units);
-  const int64_t left = context_left_[kind].load(), right = context_right_[kind].load();
-  if (job.range && left >= 0 && right >= 0) {
-    lo = std::max<int64_t>(0, job.range->first - left);
-    hi = std::min<int64_t>(hi, job.range->second + right);
+  if (const int64_t context = context_[cloned ? 1 : 0].load(); job.range && context >= 0) {
+    lo = std::max<int64_t>(0, job.range->first - (context >> 32));
+    hi = std::min<int64_t>(hi, job.range->second + (context & 0xffffffff));
   }
   nlohmann::json body = {{"model", config_.speech.audio_decoder},
                          {"units", std::span<const int32_t>(job.units.data() + lo, static_cast<size_t>(hi - lo))},
@@ -129,9 +129,12 @@ StatusOr<SpokenAudio> SpeechStage::Decode(const SpeechJob& job, const std::strin
                                                        .timeout_code = "audio_decode_timeout"})) {
     return failed(*f);
   }
-  if (r->status == 400 || r->status == 404 || r->status == 413 || r->status == 415) {
-    // What the request chose: its voice, speaker or reference clip.
-    const bool clip = !job.speaker.ref_audio.empty();
+  if (r->status == 400 || r->status == 403 || r->status == 404 || r->status == 413 || r->status == 415) {
+    // What the request chose: its voice, speaker or reference clip, as the decoder's param says.
+    const nlohmann::json e = nlohmann::json::parse(r->body, nullptr, false);
+    const bool clip = e.is_object() && e.contains("error") && e["error"].is_object() &&
+                      e["error"].contains("param") && e["error"]["param"].is_string() &&
+                      e["error"]["param"].get<std::string>().starts_with("speaker.ref_audio");
     return failed(InvalidArgument(std::string(clip ? "the audio decoder refused the reference clip: "
                                                    : "the audio decoder refused the request's voice: ") +
                                   DecoderMessage(*r))
@@ -150,9 +153,10 @@ StatusOr<SpokenAudio> SpeechStage::Decode(const SpeechJob& job, const std::strin
     const double duration = j.at("duration").get<double>();
     if (j.contains("context") && j["context"].is_object()) {
       const int64_t l = j["context"].value("left", int64_t{-1}), r2 = j["context"].value("right", int64_t{-1});
-      if (l >= 0 && r2 >= 0) {
-        context_left_[kind].store(l);
-        context_right_[kind].store(r2);
+      const bool by_clip = j.contains("speaker") && j["speaker"].is_string() &&
+                           j["speaker"].get<std::string>().starts_with("ref:");
+      if (l >= 0 && r2 >= 0 && l < (int64_t{1} << 30) && r2 < (int64_t{1} << 30)) {
+        context_[by_clip ? 1 : 0].store(l << 32 | r2);
       }
     }
     if (job.range) {

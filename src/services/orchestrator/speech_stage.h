@@ -89,11 +89,12 @@ class SpeechStage {
   CounterFamily* calls_;  // by result
   Histogram* seconds_;
   std::atomic<bool> stopping_{false};
-  // The audio decoder's receptive field in units, from its answers' "context"
-  // (-1 until one came), for table voices [0] and cloned ones [1] (another
-  // checkpoint): a chunk's request then carries only the units its samples
-  // depend on, not everything said so far.
-  std::atomic<int64_t> context_left_[2] = {-1, -1}, context_right_[2] = {-1, -1};
+  // The audio decoder's receptive field in units, from its answers' "context",
+  // for table voices [0] and cloned ones [1] (another checkpoint; the kind
+  // from the answer's speaker): left << 32 | right, -1 until one came. A
+  // chunk's request then carries only the units its samples depend on, not
+  // everything said so far.
+  std::atomic<int64_t> context_[2] = {-1, -1};
   ThreadPool pool_;  // declared last: joined first
 };
 

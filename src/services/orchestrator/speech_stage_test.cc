@@ -1,8 +1,8 @@
 // SpeechStage against a fake gateway: a chunk's request carries every unit
 // so far until the audio decoder has said how far its receptive field
 // reaches ("context" in its answers), then only the units around the chunk,
-// learnt separately for table voices and cloned ones; the speaker object
-// carries a reference clip through.
+// learnt separately for table voices and cloned ones (by the answer's
+// speaker); the speaker object carries a reference clip through.
 #include "services/orchestrator/speech_stage.h"
 
 #include <gtest/gtest.h>
@@ -35,11 +35,14 @@ class FakeAudioDecoderGateway final : public Upstream {
     std::lock_guard lock(mu);
     bodies.push_back(body);
     const int64_t units = body["range"]["last"].get<int64_t>() - body["range"]["first"].get<int64_t>();
+    // The zero-shot vocoder (a clip and no id) has another receptive field.
+    const bool cloned = body["speaker"].contains("ref_audio") && !body["speaker"].contains("id");
     HttpClientResponse r;
     r.status = 200;
     r.body = Json{{"format", "pcm16"}, {"mime", "audio/L16"}, {"duration", units * 0.04},
                   {"audio", Base64Encode(std::string(static_cast<size_t>(units) * 1920, '\0'))},
-                  {"context", {{"left", 5}, {"right", 2}}}}
+                  {"speaker", cloned ? "ref:0123456789abcdef" : "fkms"},
+                  {"context", {{"left", cloned ? 7 : 5}, {"right", cloned ? 3 : 2}}}}
                  .dump();
     return r;
   }
@@ -76,7 +79,8 @@ TEST(SpeechStageTest, ChunksCarryOnlyTheUnitsTheirSamplesNeedOnceTheDecoderSaid)
   const SpeakerSpec cloned{.ref_audio = "data:audio/wav;base64,UklGRg=="};
   decode(10, 20, cloned);
   decode(20, 30, cloned);
-  ASSERT_EQ(gateway.bodies.size(), 5u);
+  decode(20, 30, SpeakerSpec{.id = "fkms", .ref_audio = cloned.ref_audio});  // the id wins: the table's context
+  ASSERT_EQ(gateway.bodies.size(), 6u);
   auto window = [&](size_t i) {
     const Json& b = gateway.bodies[i];
     const int64_t start = b["range"]["window_start"].get<int64_t>();
@@ -89,7 +93,8 @@ TEST(SpeechStageTest, ChunksCarryOnlyTheUnitsTheirSamplesNeedOnceTheDecoderSaid)
   EXPECT_EQ(window(1), std::make_pair(int64_t{5}, int64_t{17}));  // [10 - 5, 20 + 2)
   EXPECT_EQ(window(2), std::make_pair(int64_t{30}, int64_t{10}));  // [35 - 5, 40): the end of the units
   EXPECT_EQ(window(3), std::make_pair(int64_t{0}, int64_t{40}));  // a cloned voice: another checkpoint, not learnt
-  EXPECT_EQ(window(4), std::make_pair(int64_t{15}, int64_t{17}));
+  EXPECT_EQ(window(4), std::make_pair(int64_t{13}, int64_t{20}));  // [20 - 7, 30 + 3): the clone's own field
+  EXPECT_EQ(window(5), std::make_pair(int64_t{15}, int64_t{17}));  // [20 - 5, 30 + 2)
   EXPECT_EQ(gateway.bodies[3]["speaker"]["ref_audio"], cloned.ref_audio);
   EXPECT_EQ(gateway.bodies[1]["range"]["first"], 10);
   EXPECT_EQ(gateway.bodies[1]["range"]["last"], 20);

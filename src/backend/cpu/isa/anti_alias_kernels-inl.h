@@ -16,7 +16,7 @@
 // sample does not depend on where its row was cut.
 
 // sin^2 x: x reduced by the nearest multiple of pi (sin^2 has period pi) in
-// three Cody-Waite parts, then sin r by its Taylor series to r^11 on
+// four Cody-Waite parts, then sin r by its Taylor series to r^11 on
 // |r| <= pi/2 (error below 6e-8).
 inline V SinSquared(V x) {
   const V n = RoundNearest(Mul(x, Set1(0.318309886183790671538f)));
