@@ -31,7 +31,7 @@ StatusOr<std::string> LastInputAudio(const Json& j) {
             // The format names the data: URL's media type only when it is a plain token.
             std::string format = a.contains("format") && a["format"].is_string() ? a["format"].get<std::string>() : "";
             const bool token = !format.empty() && format.size() <= 16 &&
-                               std::all_of(format.begin(), format.end(), [](char ch) { return std::isalnum(ch) != 0; });
+                               std::all_of(format.begin(), format.end(), [](unsigned char ch) { return std::isalnum(ch) != 0; });
             return (token ? "data:audio/" + format : std::string("data:application/octet-stream")) + ";base64," +
                    a["data"].get<std::string>();
           }
