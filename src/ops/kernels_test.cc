@@ -119,6 +119,17 @@ TEST(CpuKernelsTest, Bf16ConversionsAreExactAtEveryLevel) {
       const float want = BF16ToF32(bf16_t{h[i]});
       EXPECT_EQ(std::memcmp(&back[i], &want, 4), 0) << Level(k) << " element " << i;
     }
+    // Strided rows: a paged K/V run, 3 rows of 37 at a stride of 53.
+    std::vector<uint16_t> strided(3 * 53, 0x7fc1);
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 37; ++c) strided[r * 53 + c] = h[(r * 11 + c) % h.size()];
+    std::vector<float> rows(3 * 37);
+    k->bf16_rows_to_f32(strided.data(), 53, 3, 37, rows.data());
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 37; ++c) {
+        const float want = BF16ToF32(bf16_t{strided[r * 53 + c]});
+        EXPECT_EQ(std::memcmp(&rows[r * 37 + c], &want, 4), 0) << Level(k) << " row " << r << " col " << c;
+      }
   }
 }
 

@@ -179,8 +179,11 @@ class BlockRunner {
     const int64_t i0 = t.i0, i1 = t.i0 + t.tokens;
     int64_t kbegin, kend;
     vis_.KeyRange(i0, i1, &kbegin, &kend);
-    for (int64_t j0 = kbegin - kbegin % kBk; j0 < kend; j0 += kBk) {
+    const int64_t first = kbegin - kbegin % kBk;
+    if (first < kend) PrefetchTile(kvh, first, kend);
+    for (int64_t j0 = first; j0 < kend; j0 += kBk) {
       const int64_t kn = std::min<int64_t>(kBk, p_.skv - j0);
+      if (j0 + kBk < kend) PrefetchTile(kvh, j0 + kBk, kend);
       TileKind kind = vis_.Classify(i0, i1, j0, j0 + kn);
       if (kind == TileKind::kSkip) continue;
       if (bf16_) {
@@ -205,6 +208,24 @@ class BlockRunner {
     if (p_.kv_block_size == 0) return j * row;
     const int64_t bs = p_.kv_block_size;
     return (static_cast<int64_t>(p_.kv_block_table[j / bs]) * bs + j % bs) * row;
+  }
+
+  // Asks for the K and V rows of head kvh's tile at j0 (up to key end) to
+  // be brought into cache. Behind a decode step's weight stream they come
+  // from DRAM, and asking for the whole tile at once overlaps those misses
+  // with the work on the tile before it instead of waiting row by row.
+  void PrefetchTile(int64_t kvh, int64_t j0, int64_t end) const {
+    const int64_t elt = static_cast<int64_t>(DTypeSize(p_.dtype)), bytes = p_.d * elt;
+    const char* k = static_cast<const char*>(p_.k);
+    const char* v = static_cast<const char*>(p_.v);
+    for (int64_t j = j0; j < std::min<int64_t>(j0 + kBk, end); ++j) {
+      const char* kr = k + (KeyRow(j, p_.k_row) + kvh * p_.k_head) * elt;
+      const char* vr = v + (KeyRow(j, p_.v_row) + kvh * p_.v_head) * elt;
+      for (int64_t b = 0; b < bytes; b += 64) {
+        __builtin_prefetch(kr + b);
+        __builtin_prefetch(vr + b);
+      }
+    }
   }
 
   // Keys [j, j + run) with run <= n stored at a fixed row stride: all n
@@ -296,8 +317,16 @@ class BlockRunner {
       *stride = row;
       return static_cast<const float*>(base) + j0 * row + kvh * head;
     }
-    for (int64_t j = 0; j < kn; ++j) {
-      ToF32(AddElems(base, KeyRow(j0 + j, row) + kvh * head, p_.dtype), p_.dtype, buf + j * p_.d, p_.d);
+    if (p_.dtype == DType::kBF16) {
+      for (int64_t j = 0, run; j < kn; j += run) {  // one call per run of rows at one stride
+        run = RunLength(j0 + j, kn - j);
+        Kernels().bf16_rows_to_f32(static_cast<const uint16_t*>(base) + KeyRow(j0 + j, row) + kvh * head, row, run,
+                                   p_.d, buf + j * p_.d);
+      }
+    } else {
+      for (int64_t j = 0; j < kn; ++j) {
+        ToF32(AddElems(base, KeyRow(j0 + j, row) + kvh * head, p_.dtype), p_.dtype, buf + j * p_.d, p_.d);
+      }
     }
     *stride = p_.d;
     return buf;

@@ -74,6 +74,8 @@ struct AttentionKernels {
 struct CpuKernels {
   CpuIsa isa = CpuIsa::kGeneric;
   void (*bf16_to_f32)(const uint16_t* src, float* dst, int64_t n);
+  // rows x n bf16 at src_stride elements apart -> dst [rows][n] f32.
+  void (*bf16_rows_to_f32)(const uint16_t* src, int64_t src_stride, int64_t rows, int64_t n, float* dst);
   void (*f32_to_bf16)(const float* src, uint16_t* dst, int64_t n);
   // a[i] = silu(a[i]) * (mul ? mul[i] : 1).
   void (*silu_row)(float* a, const float* mul, int64_t n);

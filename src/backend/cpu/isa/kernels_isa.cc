@@ -66,6 +66,7 @@ constexpr CpuKernels MakeTable() {
   CpuKernels k{};
   k.isa = kLevel;
   k.bf16_to_f32 = Bf16ToF32;
+  k.bf16_rows_to_f32 = Bf16RowsToF32;
   k.f32_to_bf16 = F32ToBf16;
   k.silu_row = SiluRow;
   k.exp_shifted = ExpShifted;

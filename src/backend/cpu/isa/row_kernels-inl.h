@@ -11,6 +11,12 @@ void Bf16ToF32(const uint16_t* s, float* d, int64_t n) {
   for (; i < n; ++i) d[i] = Bf16Value(s[i]);
 }
 
+// rows rows of n bf16, src_stride elements apart, into dst [rows][n]: a run
+// of paged K/V rows of one head in one call (was a call per row).
+void Bf16RowsToF32(const uint16_t* s, int64_t src_stride, int64_t rows, int64_t n, float* d) {
+  for (int64_t r = 0; r < rows; ++r) Bf16ToF32(s + r * src_stride, d + r * n, n);
+}
+
 inline void F32ToBf16(const float* s, uint16_t* d, int64_t n) {
   int64_t i = 0;
 #if OMNI_ISA_BF16
