@@ -8,6 +8,8 @@
 //  - BM_StreamRead: the streaming sum alone.
 //  - BM_DecodeStepGemv: the same for one decode step of the `bench` demo
 //    model's shapes (48 matmuls and the lm_head, 400 MiB).
+//  - BM_GemvInCache: the M=1 GEMV on weights already in cache (the
+//    level's arithmetic ceiling for decode).
 //  - BM_AttentionPrefill: causal self-attention, 16 heads x 128 dim, bf16.
 #include <benchmark/benchmark.h>
 #include <omp.h>
@@ -244,6 +246,26 @@ void BM_AttentionPrefill(benchmark::State& state) {
 }
 BENCHMARK(BM_AttentionPrefill)->Arg(1024)->Arg(8192)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
+
+// The M=1 GEMV with its weights in cache (256 x 1024 bf16, 512 KiB, the same
+// matrix 2000 times per iteration): the level's arithmetic ceiling for the
+// weight stream, to set against the memory bound (StreamRead). Run it with
+// OMP_NUM_THREADS=1 and 2 and OMNI_CPU_ISA=<level>.
+void BM_GemvInCache(benchmark::State& state) {
+  const int64_t n = 256, k = 1024;
+  ops::Linear l(Filled({n, k}, DType::kBF16, 0.02f));
+  Tensor x = Filled({1, k}, DType::kF32, 1.f);
+  for (int i = 0; i < 100; ++i) l.Forward(x);
+  double time = 0; int64_t calls = 0;
+  for (auto _ : state) {
+    auto a = Clock::now();
+    for (int i = 0; i < 2000; ++i) benchmark::DoNotOptimize(l.Forward(x).raw_data());
+    time += Seconds(a, Clock::now()); calls += 2000;
+  }
+  state.counters["GBps"] = static_cast<double>(l.packed_bytes()) * calls / time / 1e9;
+  state.counters["us"] = time / calls * 1e6;
+}
+BENCHMARK(BM_GemvInCache)->Unit(benchmark::kMillisecond)->Iterations(5);
 }  // namespace
 }  // namespace omni
 
