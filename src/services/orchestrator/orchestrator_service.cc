@@ -348,6 +348,7 @@ StatusOr<std::shared_ptr<ResponseWriter>> OrchestratorService::WithSpeech(const 
                               .lookahead_units = config_.speech.lookahead_units};
   options.speaker = asked->speaker ? *asked->speaker
                                    : (asked->voice.empty() ? SpeakerSpec{} : speech_.VoiceSpeaker(asked->voice));
+  options.right_context = [this, speaker = options.speaker] { return speech_.RightContext(speaker); };
   std::string public_base;
   if (config_.store.starts_with("file://")) {
     OMNI_ASSIGN_OR_RETURN(public_base, PublicBase(request, config_.speech.public_url));

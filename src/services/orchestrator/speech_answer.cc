@@ -217,7 +217,9 @@ void SpeechAnswerWriter::Chunks(Choice& c, bool final, std::vector<Job>* jobs) {
     c.vocoded = last;
     ++c.pending;
   };
-  const size_t chunk = static_cast<size_t>(options_.chunk_units), ahead = static_cast<size_t>(options_.lookahead_units);
+  const int64_t learnt = options_.right_context ? options_.right_context() : -1;
+  const size_t chunk = static_cast<size_t>(options_.chunk_units),
+               ahead = static_cast<size_t>(std::max(options_.lookahead_units, learnt));
   // Strictly more than a chunk and its lookahead: the last chunk (launched
   // at the end) always has a unit, so it is the one that stores the whole.
   while (units.size() > c.vocoded + chunk + ahead) launch(c.vocoded + chunk, false);

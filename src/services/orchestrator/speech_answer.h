@@ -47,6 +47,11 @@ struct SpeechAnswerOptions {
   std::string format = "wav";
   int64_t chunk_units = 25;
   int64_t lookahead_units = 12;
+  // The audio decoder's right context in units for this answer's speaker,
+  // as its answers reported it (SpeechStage::RightContext), or -1 before
+  // any did. A chunk waits for at least that many units past it, whatever
+  // lookahead_units says, so its last samples are the one-shot waveform's.
+  std::function<int64_t()> right_context;
 };
 
 class SpeechAnswerWriter final : public ResponseWriter, public std::enable_shared_from_this<SpeechAnswerWriter> {

@@ -159,6 +159,40 @@ std::string Chunk(const Json& delta, const Json& finish = nullptr) {
                             .dump());
 }
 
+// A decoder whose right context is longer than lookahead_units: once its
+// answers said so, a chunk waits for that many units past it (a chunk cut
+// short of its right context would end unlike the one-shot waveform).
+TEST(SpeechAnswerTest, AChunkWaitsForTheDecodersRightContext) {
+  auto client = std::make_shared<FakeClient>();
+  FakeSpeech speech;
+  int64_t right = -1;  // what the decoder's answers have said so far
+  auto writer = std::make_shared<SpeechAnswerWriter>(
+      client, speech.Decode(), speech.Store(),
+      SpeechAnswerOptions{.format = "wav", .chunk_units = 10, .lookahead_units = 3, .right_context = [&] {
+                            return right;
+                          }});
+  HttpHeaders headers;
+  headers.Set("content-type", "text/event-stream");
+  ASSERT_TRUE(writer->StartStream(200, headers));
+  writer->Write(Chunk({{"role", "assistant"}, {"content", "<audio_decoder_call><discrete_audio>"}}));
+  std::vector<size_t> launched;  // decoder calls after each unit
+  for (int i = 0; i < 60; ++i) {
+    if (i == 14) right = 8;  // the first chunk's answer came while unit 14 was generated
+    writer->Write(Chunk({{"content", "<|audio" + std::to_string(i) + "|>"}}));
+    launched.push_back(speech.count());
+  }
+  EXPECT_EQ(launched[13], 1u);  // 14 units: [0, 10) with its 3 of lookahead, before anything was learnt
+  EXPECT_EQ(launched[27], 1u);  // 28 units: [10, 20) lacks 8 past it
+  EXPECT_EQ(launched[28], 2u);  // 29: now it has them
+  EXPECT_EQ(launched[38], 3u);  // [20, 30) at 39 units
+  writer->Write(Chunk({{"content", "</discrete_audio></audio_decoder_call>"}}));
+  writer->Write(Chunk(Json::object(), "stop"));
+  writer->Write(EncodeSseEvent("[DONE]"));
+  EXPECT_TRUE(writer->Finish());
+  ASSERT_GE(speech.count(), 5u);
+  for (size_t i = 0; i < speech.count(); ++i) speech.Complete(i);
+}
+
 // 40 units streamed one token at a time, chunks of 10 with 3 of lookahead,
 // decodes answered in reverse order: the client gets the transcript as it
 // comes, every chunk's pcm in unit order, the stored whole last, then the

@@ -20,6 +20,10 @@ namespace {
 
 constexpr int kSampleRate = 24000;
 
+// Voiced by the zero-shot decoder: a reference clip and no id (a request
+// naming an id is voiced by the table even with a clip: the id wins).
+bool Cloned(const SpeakerSpec& s) { return !s.ref_audio.empty() && s.id.empty(); }
+
 // OpenAI's voices and the gender each usually reads as: an unconfigured one
 // gets a speaker of that gender.
 struct OpenAiVoice {
@@ -83,6 +87,11 @@ StatusOr<SpokenAudio> SpeechStage::Stored(std::string key, std::string bytes, st
   return a;
 }
 
+int64_t SpeechStage::RightContext(const SpeakerSpec& speaker) const {
+  const int64_t context = context_[Cloned(speaker) ? 1 : 0].load();
+  return context < 0 ? -1 : (context & 0xffffffff);
+}
+
 StatusOr<SpokenAudio> SpeechStage::Decode(const SpeechJob& job, const std::string& public_base,
                                           const std::string& request_id) {
   const auto start = clock_.Now();
@@ -99,10 +108,8 @@ StatusOr<SpokenAudio> SpeechStage::Decode(const SpeechJob& job, const std::strin
   }
   // A chunk sends the units its samples depend on once the decoder has said
   // how far that reaches; before, every unit so far (the decoder crops).
-  // A request naming an id is voiced by the table even with a clip (the id wins).
-  const bool cloned = !job.speaker.ref_audio.empty() && job.speaker.id.empty();
   int64_t lo = 0, hi = std::ssize(job.units);
-  if (const int64_t context = context_[cloned ? 1 : 0].load(); job.range && context >= 0) {
+  if (const int64_t context = context_[Cloned(job.speaker) ? 1 : 0].load(); job.range && context >= 0) {
     lo = std::max<int64_t>(0, job.range->first - (context >> 32));
     hi = std::min<int64_t>(hi, job.range->second + (context & 0xffffffff));
   }

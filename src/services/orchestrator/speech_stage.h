@@ -69,6 +69,10 @@ class SpeechStage {
   // voice by its usual gender, else the name as a decoder speaker id.
   SpeakerSpec VoiceSpeaker(std::string_view voice) const;
 
+  // The decoder's right context in units for this speaker's kind (a table
+  // voice or a cloned one), from its answers; -1 until one said.
+  int64_t RightContext(const SpeakerSpec& speaker) const;
+
   // One decoder call; blocks up to speech.decode_s.
   StatusOr<SpokenAudio> Decode(const SpeechJob& job, const std::string& public_base, const std::string& request_id);
   // On the stage's pool; `done` runs there.

@@ -73,11 +73,16 @@ TEST(SpeechStageTest, ChunksCarryOnlyTheUnitsTheirSamplesNeedOnceTheDecoderSaid)
     ASSERT_TRUE(a.ok()) << a.status().ToString();
     EXPECT_EQ(a->bytes.size(), static_cast<size_t>(last - first) * 1920);
   };
+  const SpeakerSpec cloned{.ref_audio = "data:audio/wav;base64,UklGRg=="};
+  EXPECT_EQ(stage.RightContext({}), -1);  // no answer yet
   decode(0, 10, {});
+  EXPECT_EQ(stage.RightContext({}), 2);
+  EXPECT_EQ(stage.RightContext(cloned), -1);  // the clone's decoder has not answered
   decode(10, 20, {});
   decode(35, 40, {});
-  const SpeakerSpec cloned{.ref_audio = "data:audio/wav;base64,UklGRg=="};
   decode(10, 20, cloned);
+  EXPECT_EQ(stage.RightContext(cloned), 3);
+  EXPECT_EQ(stage.RightContext(SpeakerSpec{.id = "fkms", .ref_audio = cloned.ref_audio}), 2);  // the id wins
   decode(20, 30, cloned);
   decode(20, 30, SpeakerSpec{.id = "fkms", .ref_audio = cloned.ref_audio});  // the id wins: the table's context
   ASSERT_EQ(gateway.bodies.size(), 6u);
