@@ -189,7 +189,8 @@ TEST(SpeechAnswerTest, AChunkWaitsForTheDecodersRightContext) {
   writer->Write(Chunk(Json::object(), "stop"));
   writer->Write(EncodeSseEvent("[DONE]"));
   EXPECT_TRUE(writer->Finish());
-  ASSERT_GE(speech.count(), 5u);
+  ASSERT_EQ(speech.count(), 6u);  // [30, 40) at 49 units, [40, 50) at 59, [50, 60) at the end
+  EXPECT_EQ(speech.job(5).range, std::make_pair(int64_t{50}, int64_t{60}));
   for (size_t i = 0; i < speech.count(); ++i) speech.Complete(i);
 }
 
