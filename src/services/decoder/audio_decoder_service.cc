@@ -95,7 +95,8 @@ AudioDecoderService::AudioDecoderService(AudioDecoderServiceOptions options, con
           {"stage"}, {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30})),
       ref_clips_(&options_.metrics->AddCounter("omni_audio_decoder_reference_clips_total",
                                                "Reference clips of zero-shot speakers, by whether the speaker "
-                                               "encoder ran (encoded) or a cached vector served (cached).",
+                                               "encoder ran (encoded) or a cached vector served (cached; also "
+                                               "when the request waited for that clip's encoding in flight).",
                                                {"result"})) {
   OMNI_CHECK(options_.store != nullptr && options_.clock != nullptr && vocode_) << "audio decoder service dependencies";
   OMNI_CHECK((options_.zero_shot == nullptr) == (options_.fetcher == nullptr) &&
@@ -154,6 +155,8 @@ StatusOr<AudioDecoderService::Speaker> AudioDecoderService::ReferenceSpeaker(con
         .WithParam(s.ref_audio_param);
   }
   Speaker speaker{.name = "ref:" + clip->sha256.substr(0, 16), .zero_shot = true};
+  std::promise<StatusOr<Tensor>> mine;  // kept only if this request encodes the clip
+  std::shared_future<StatusOr<Tensor>> theirs;
   {
     std::lock_guard<std::mutex> lock(cache_mu_);
     if (auto it = cache_index_.find(clip->sha256); it != cache_index_.end()) {
@@ -163,26 +166,55 @@ StatusOr<AudioDecoderService::Speaker> AudioDecoderService::ReferenceSpeaker(con
       stage_seconds_->WithLabels({"speaker"}).Observe(MsSince(t0) / 1e3);
       return speaker;
     }
+    if (auto it = encoding_.find(clip->sha256); it != encoding_.end()) {
+      theirs = it->second;
+    } else {
+      encoding_.emplace(clip->sha256, mine.get_future().share());
+    }
   }
-  const models::UnitBigVgan& zs = *options_.zero_shot;
-  StatusOr<media::Audio> audio = media::DecodeAudio(
-      clip->bytes, {.sample_rate = zs.config().sampling_rate, .max_seconds = options_.max_ref_audio_seconds});
-  if (!audio.ok()) return Status(audio.status()).WithParam(s.ref_audio_param);
-  StatusOr<Tensor> vector = zs.SpeakerFromClip(audio->samples);
+  if (theirs.valid()) {  // the same clip is being encoded for another request
+    StatusOr<Tensor> vector = theirs.get();
+    if (!vector.ok()) return Status(vector.status()).WithParam(s.ref_audio_param);
+    speaker.vector = *std::move(vector);
+    ref_clips_->WithLabels({"cached"}).Inc();
+    stage_seconds_->WithLabels({"speaker"}).Observe(MsSince(t0) / 1e3);
+    return speaker;
+  }
+  StatusOr<Tensor> vector = Internal("reference clip not encoded");
+  try {
+    vector = EncodeReference(clip->bytes);
+  } catch (...) {
+    mine.set_exception(std::current_exception());
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    encoding_.erase(clip->sha256);
+    throw;
+  }
+  mine.set_value(vector);
+  {
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    encoding_.erase(clip->sha256);
+    if (vector.ok() && options_.speaker_cache_entries > 0) {
+      cache_.emplace_front(clip->sha256, *vector);
+      cache_index_[clip->sha256] = cache_.begin();
+      if (cache_.size() > options_.speaker_cache_entries) {
+        cache_index_.erase(cache_.back().first);
+        cache_.pop_back();
+      }
+    }
+  }
   if (!vector.ok()) return Status(vector.status()).WithParam(s.ref_audio_param);
   speaker.vector = *std::move(vector);
   ref_clips_->WithLabels({"encoded"}).Inc();
   stage_seconds_->WithLabels({"speaker"}).Observe(MsSince(t0) / 1e3);
-  std::lock_guard<std::mutex> lock(cache_mu_);
-  if (!cache_index_.contains(clip->sha256) && options_.speaker_cache_entries > 0) {
-    cache_.emplace_front(clip->sha256, speaker.vector);
-    cache_index_[clip->sha256] = cache_.begin();
-    if (cache_.size() > options_.speaker_cache_entries) {
-      cache_index_.erase(cache_.back().first);
-      cache_.pop_back();
-    }
-  }
   return speaker;
+}
+
+StatusOr<Tensor> AudioDecoderService::EncodeReference(const std::string& bytes) const {
+  const models::UnitBigVgan& zs = *options_.zero_shot;
+  OMNI_ASSIGN_OR_RETURN(media::Audio audio,
+                        media::DecodeAudio(bytes, {.sample_rate = zs.config().sampling_rate,
+                                                   .max_seconds = options_.max_ref_audio_seconds}));
+  return zs.SpeakerFromClip(audio.samples);
 }
 
 StatusOr<AudioDecodeResult> AudioDecoderService::Decode(const AudioDecodeRequest& request) const {

@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <list>
 #include <mutex>
 #include <unordered_map>
@@ -120,6 +121,9 @@ class AudioDecoderService {
   };
   StatusOr<Speaker> ResolveSpeaker(const AudioDecodeRequest& request) const;
   StatusOr<Speaker> ReferenceSpeaker(const SpeakerChoice& choice) const;
+  // The zero-shot speaker vector of a fetched clip's bytes (decoded to the
+  // vocoder's rate); errors carry no param (each caller names its own).
+  StatusOr<Tensor> EncodeReference(const std::string& bytes) const;
   Status Store(const std::string& bytes, AudioDecodeResult* r) const;
 
   AudioDecoderServiceOptions options_;
@@ -128,12 +132,16 @@ class AudioDecoderService {
   VocodeFn vocode_;
   std::vector<Tensor> speaker_rows_;  // [num_spk] of [spk_emb_dim] f32
   HistogramFamily* stage_seconds_;
-  CounterFamily* ref_clips_;  // reference clips by result: encoded, cached
+  CounterFamily* ref_clips_;  // reference clips by result: encoded, cached (or joined an encoding in flight)
 
   // Reference clips' speaker vectors, least recently used first evicted.
   mutable std::mutex cache_mu_;
   mutable std::list<std::pair<std::string, Tensor>> cache_;  // guarded by cache_mu_; front = newest
   mutable std::unordered_map<std::string, std::list<std::pair<std::string, Tensor>>::iterator> cache_index_;
+  // Clips being encoded now, by SHA-256 (guarded by cache_mu_): a request
+  // for one of them waits for that encoding instead of running its own. A
+  // clip leaves this map and enters the cache under one lock.
+  mutable std::unordered_map<std::string, std::shared_future<StatusOr<Tensor>>> encoding_;
 };
 
 }  // namespace omni::decoder

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -80,6 +81,39 @@ class AudioDecoderZeroShotTest : public ::testing::Test {
   VocodeBatcher batcher_, zs_batcher_;
   AudioDecoderService service_;
 };
+
+// Requests for one new clip at once: the speaker encoder runs once, the
+// others wait for its vector (single flight), and all voice alike.
+TEST_F(AudioDecoderZeroShotTest, ConcurrentRequestsForOneClipEncodeItOnce) {
+  const std::vector<int32_t> units = TestUnits(12);
+  const std::string clip = ClipDataUrl(180, 3.0);
+  constexpr int kRequests = 4;
+  std::vector<StatusOr<AudioDecodeResult>> results(kRequests, Internal("not run"));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kRequests; ++i) {
+    threads.emplace_back([&, i] { results[i] = Decode({{"units", units}, {"speaker", {{"ref_audio", clip}}}}); });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int i = 0; i < kRequests; ++i) {
+    ASSERT_TRUE(results[i].ok()) << results[i].status().ToString();
+    EXPECT_EQ(results[i]->audio_bytes, results[0]->audio_bytes) << i;
+  }
+  EXPECT_EQ(Clips("encoded"), 1);
+  EXPECT_EQ(Clips("cached"), kRequests - 1);
+  // A clip that is not audio fails every request waiting on it, each with the field named.
+  const std::string bad = "data:audio/wav;base64," + Base64Encode(std::string(4000, 'x'));
+  std::vector<StatusOr<AudioDecodeResult>> failed(kRequests, Internal("not run"));
+  threads.clear();
+  for (int i = 0; i < kRequests; ++i) {
+    threads.emplace_back([&, i] { failed[i] = Decode({{"units", units}, {"speaker", {{"ref_audio", bad}}}}); });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int i = 0; i < kRequests; ++i) {
+    ASSERT_FALSE(failed[i].ok()) << i;
+    EXPECT_EQ(failed[i].status().param(), "speaker.ref_audio") << failed[i].status().ToString();
+  }
+  EXPECT_EQ(Clips("encoded"), 1);
+}
 
 TEST_F(AudioDecoderZeroShotTest, AReferenceClipGivesItsEncodersVoiceOncePerClip) {
   const std::vector<int32_t> units = TestUnits(20);
