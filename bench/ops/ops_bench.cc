@@ -246,7 +246,6 @@ void BM_AttentionPrefill(benchmark::State& state) {
 }
 BENCHMARK(BM_AttentionPrefill)->Arg(1024)->Arg(8192)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
-
 // The M=1 GEMV with its weights in cache (256 x 1024 bf16, 512 KiB, the same
 // matrix 2000 times per iteration): the level's arithmetic ceiling for the
 // weight stream, to set against the memory bound (StreamRead). Run it with
@@ -256,16 +255,20 @@ void BM_GemvInCache(benchmark::State& state) {
   ops::Linear l(Filled({n, k}, DType::kBF16, 0.02f));
   Tensor x = Filled({1, k}, DType::kF32, 1.f);
   for (int i = 0; i < 100; ++i) l.Forward(x);
-  double time = 0; int64_t calls = 0;
+  constexpr int kCalls = 2000;
+  double time = 0;
+  int64_t calls = 0;
   for (auto _ : state) {
     auto a = Clock::now();
-    for (int i = 0; i < 2000; ++i) benchmark::DoNotOptimize(l.Forward(x).raw_data());
-    time += Seconds(a, Clock::now()); calls += 2000;
+    for (int i = 0; i < kCalls; ++i) benchmark::DoNotOptimize(l.Forward(x).raw_data());
+    time += Seconds(a, Clock::now());
+    calls += kCalls;
   }
   state.counters["GBps"] = static_cast<double>(l.packed_bytes()) * calls / time / 1e9;
   state.counters["us"] = time / calls * 1e6;
 }
 BENCHMARK(BM_GemvInCache)->Unit(benchmark::kMillisecond)->Iterations(5);
+
 }  // namespace
 }  // namespace omni
 

@@ -154,17 +154,20 @@ StatusOr<AudioDecoderService::Speaker> AudioDecoderService::ReferenceSpeaker(con
     return InvalidArgument("the reference clip could not be fetched: " + clip.status().message())
         .WithParam(s.ref_audio_param);
   }
-  Speaker speaker{.name = "ref:" + clip->sha256.substr(0, 16), .zero_shot = true};
+  // The speaker of the clip's vector, counted by how it was had.
+  auto served = [&](StatusOr<Tensor> vector, const char* result) -> StatusOr<Speaker> {
+    if (!vector.ok()) return Status(vector.status()).WithParam(s.ref_audio_param);
+    ref_clips_->WithLabels({result}).Inc();
+    stage_seconds_->WithLabels({"speaker"}).Observe(MsSince(t0) / 1e3);
+    return Speaker{.vector = *std::move(vector), .name = "ref:" + clip->sha256.substr(0, 16), .zero_shot = true};
+  };
   std::promise<StatusOr<Tensor>> mine;  // kept only if this request encodes the clip
   std::shared_future<StatusOr<Tensor>> theirs;
   {
     std::lock_guard<std::mutex> lock(cache_mu_);
     if (auto it = cache_index_.find(clip->sha256); it != cache_index_.end()) {
       cache_.splice(cache_.begin(), cache_, it->second);
-      speaker.vector = it->second->second;
-      ref_clips_->WithLabels({"cached"}).Inc();
-      stage_seconds_->WithLabels({"speaker"}).Observe(MsSince(t0) / 1e3);
-      return speaker;
+      return served(it->second->second, "cached");
     }
     if (auto it = encoding_.find(clip->sha256); it != encoding_.end()) {
       theirs = it->second;
@@ -172,14 +175,7 @@ StatusOr<AudioDecoderService::Speaker> AudioDecoderService::ReferenceSpeaker(con
       encoding_.emplace(clip->sha256, mine.get_future().share());
     }
   }
-  if (theirs.valid()) {  // the same clip is being encoded for another request
-    StatusOr<Tensor> vector = theirs.get();
-    if (!vector.ok()) return Status(vector.status()).WithParam(s.ref_audio_param);
-    speaker.vector = *std::move(vector);
-    ref_clips_->WithLabels({"cached"}).Inc();
-    stage_seconds_->WithLabels({"speaker"}).Observe(MsSince(t0) / 1e3);
-    return speaker;
-  }
+  if (theirs.valid()) return served(theirs.get(), "cached");  // another request is encoding this clip
   StatusOr<Tensor> vector = Internal("reference clip not encoded");
   try {
     vector = EncodeReference(clip->bytes);
@@ -202,11 +198,7 @@ StatusOr<AudioDecoderService::Speaker> AudioDecoderService::ReferenceSpeaker(con
       }
     }
   }
-  if (!vector.ok()) return Status(vector.status()).WithParam(s.ref_audio_param);
-  speaker.vector = *std::move(vector);
-  ref_clips_->WithLabels({"encoded"}).Inc();
-  stage_seconds_->WithLabels({"speaker"}).Observe(MsSince(t0) / 1e3);
-  return speaker;
+  return served(std::move(vector), "encoded");
 }
 
 StatusOr<Tensor> AudioDecoderService::EncodeReference(const std::string& bytes) const {
