@@ -9,7 +9,9 @@
 //  - BM_DecodeStepGemv: the same for one decode step of the `bench` demo
 //    model's shapes (48 matmuls and the lm_head, 400 MiB).
 //  - BM_GemvInCache: the M=1 GEMV on weights already in cache (the
-//    level's arithmetic ceiling for decode).
+//    level's arithmetic ceiling for decode, plus the call's fixed cost).
+//  - BM_LinearCallCost: the fixed cost of one M=1 Linear call, on weights
+//    too small to matter.
 //  - BM_AttentionPrefill: causal self-attention, 16 heads x 128 dim, bf16.
 #include <benchmark/benchmark.h>
 #include <omp.h>
@@ -268,6 +270,18 @@ void BM_GemvInCache(benchmark::State& state) {
   state.counters["us"] = time / calls * 1e6;
 }
 BENCHMARK(BM_GemvInCache)->Unit(benchmark::kMillisecond)->Iterations(5);
+
+// One M=1 Linear call on 64 x 64 bf16 weights (8 KiB, in L1): what a call
+// costs besides its weight stream (the input's conversion, the output's
+// allocation, the OpenMP region and its barriers). A decode step of the
+// `bench` model makes 49 such calls. Run it with OMP_NUM_THREADS=1 and 2.
+void BM_LinearCallCost(benchmark::State& state) {
+  ops::Linear l(Filled({64, 64}, DType::kBF16, 0.02f));
+  Tensor x = Filled({1, 64}, DType::kF32, 1.f);
+  for (int i = 0; i < 100; ++i) l.Forward(x);
+  for (auto _ : state) benchmark::DoNotOptimize(l.Forward(x).raw_data());
+}
+BENCHMARK(BM_LinearCallCost)->Unit(benchmark::kMicrosecond)->MinTime(1.0);
 
 }  // namespace
 }  // namespace omni
