@@ -87,9 +87,21 @@ StatusOr<SpokenAudio> SpeechStage::Stored(std::string key, std::string bytes, st
   return a;
 }
 
+std::optional<SpeechStage::Context> SpeechStage::LearntContext(bool cloned) const {
+  const int64_t packed = context_[cloned ? 1 : 0].load();
+  if (packed < 0) return std::nullopt;
+  return Context{.left = packed >> 32, .right = packed & 0xffffffff};
+}
+
+void SpeechStage::Learn(bool cloned, Context c) {
+  if (c.left >= 0 && c.right >= 0 && c.left < (int64_t{1} << 30) && c.right < (int64_t{1} << 30)) {
+    context_[cloned ? 1 : 0].store(c.left << 32 | c.right);
+  }
+}
+
 int64_t SpeechStage::RightContext(const SpeakerSpec& speaker) const {
-  const int64_t context = context_[Cloned(speaker) ? 1 : 0].load();
-  return context < 0 ? -1 : (context & 0xffffffff);
+  const std::optional<Context> c = LearntContext(Cloned(speaker));
+  return c ? c->right : -1;
 }
 
 StatusOr<SpokenAudio> SpeechStage::Decode(const SpeechJob& job, const std::string& public_base,
@@ -109,9 +121,9 @@ StatusOr<SpokenAudio> SpeechStage::Decode(const SpeechJob& job, const std::strin
   // A chunk sends the units its samples depend on once the decoder has said
   // how far that reaches; before, every unit so far (the decoder crops).
   int64_t lo = 0, hi = std::ssize(job.units);
-  if (const int64_t context = context_[Cloned(job.speaker) ? 1 : 0].load(); job.range && context >= 0) {
-    lo = std::max<int64_t>(0, job.range->first - (context >> 32));
-    hi = std::min<int64_t>(hi, job.range->second + (context & 0xffffffff));
+  if (const std::optional<Context> c = LearntContext(Cloned(job.speaker)); job.range && c) {
+    lo = std::max<int64_t>(0, job.range->first - c->left);
+    hi = std::min<int64_t>(hi, job.range->second + c->right);
   }
   nlohmann::json body = {{"model", config_.speech.audio_decoder},
                          {"units", std::span<const int32_t>(job.units.data() + lo, static_cast<size_t>(hi - lo))},
@@ -159,12 +171,9 @@ StatusOr<SpokenAudio> SpeechStage::Decode(const SpeechJob& job, const std::strin
     const std::string format = j.at("format").get<std::string>(), mime = j.at("mime").get<std::string>();
     const double duration = j.at("duration").get<double>();
     if (j.contains("context") && j["context"].is_object()) {
-      const int64_t l = j["context"].value("left", int64_t{-1}), r2 = j["context"].value("right", int64_t{-1});
       const bool by_clip = j.contains("speaker") && j["speaker"].is_string() &&
                            j["speaker"].get<std::string>().starts_with("ref:");
-      if (l >= 0 && r2 >= 0 && l < (int64_t{1} << 30) && r2 < (int64_t{1} << 30)) {
-        context_[by_clip ? 1 : 0].store(l << 32 | r2);
-      }
+      Learn(by_clip, {.left = j["context"].value("left", int64_t{-1}), .right = j["context"].value("right", int64_t{-1})});
     }
     if (job.range) {
       std::optional<std::string> bytes = Base64Decode(j.at("audio").get<std::string>());

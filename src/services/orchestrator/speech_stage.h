@@ -95,9 +95,14 @@ class SpeechStage {
   std::atomic<bool> stopping_{false};
   // The audio decoder's receptive field in units, from its answers' "context",
   // for table voices [0] and cloned ones [1] (another checkpoint; the kind
-  // from the answer's speaker): left << 32 | right, -1 until one came. A
-  // chunk's request then carries only the units its samples depend on, not
-  // everything said so far.
+  // from the answer's speaker). A chunk's request then carries only the units
+  // its samples depend on, not everything said so far.
+  struct Context {
+    int64_t left = 0, right = 0;
+  };
+  std::optional<Context> LearntContext(bool cloned) const;  // none until an answer said
+  void Learn(bool cloned, Context c);
+  // left << 32 | right (each below 2^30), -1 until one came: one atomic word.
   std::atomic<int64_t> context_[2] = {-1, -1};
   ThreadPool pool_;  // declared last: joined first
 };
