@@ -186,7 +186,8 @@ int RunAudioDecoder(const DecoderFlags& f) {
                                         .zero_shot = zero_shot.get(),
                                         .vocode_zero_shot = vocode_zero_shot,
                                         .fetcher = fetch.fetcher.get(),
-                                        .max_ref_audio_seconds = f.max_ref_audio_seconds},
+                                        .max_ref_audio_seconds = f.max_ref_audio_seconds,
+                                        .ref_down_sample_rate = f.ref_down_sample_rate},
                                        vocoder, *speakers,
                                        [&batcher](const decoder::VocodeInput& in) { return batcher.Forward(in); });
   decoder::AudioDecoderHttpAdapter adapter(service, registry, {.workers = f.workers, .max_queue = MaxQueue(f)});
@@ -238,6 +239,11 @@ CLI::App* AddDecoderCommand(CLI::App& app, DecoderFlags* f) {
                   "audio: longest reference clip, checked from its header before decoding; 413 above")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 3600.0));
+  sub->add_option("--ref-down-sample-rate", f->ref_down_sample_rate,
+                  "audio: decode reference clips at this rate (Hz) and resample them up to the vocoder's, keeping "
+                  "only what lies below half of it, as OmniServe's AUDIOLLM_DOWN_SAMPLE_RATE does (0: off)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 0) | CLI::Range(8000, 192000));
   AddMediaFetchFlags(sub, &f->fetch);
   sub->add_option("--max-batch", f->max_batch,
                   "audio: clips that waited for the vocoder go through it together, up to this many (1: no batching)")

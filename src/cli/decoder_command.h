@@ -31,6 +31,7 @@ struct DecoderFlags {
   int max_batch = 8;   // audio: clips per vocoder forward
   std::string zeroshot_model;  // audio: the zero-shot checkpoint; "": MODEL/zeroshot if present; "none"
   double max_ref_audio_seconds = 60;
+  int ref_down_sample_rate = 0;
   MediaFetchFlags fetch;       // audio: reference clips' URLs
   int workers = 8;     // audio: requests handled at once
   int threads = 0;  // compute threads per rank; 0: OMP_NUM_THREADS, else every core (divided among ranks)

@@ -6,6 +6,7 @@
 #include "core/base64.h"
 #include "core/check.h"
 #include "media/audio.h"
+#include "media/audio_resample.h"
 #include "modelfile/tensor_object.h"
 #include "storage/content_hash.h"
 #include "storage/open_store.h"
@@ -201,12 +202,20 @@ StatusOr<AudioDecoderService::Speaker> AudioDecoderService::ReferenceSpeaker(con
   return served(std::move(vector), "encoded");
 }
 
+StatusOr<std::vector<float>> LoadReferenceClip(std::string_view bytes, int rate, int down_rate, double max_seconds) {
+  const int decode_rate = down_rate > 0 ? down_rate : rate;
+  OMNI_ASSIGN_OR_RETURN(media::Audio audio,
+                        media::DecodeAudio(bytes, {.sample_rate = decode_rate, .max_seconds = max_seconds}));
+  if (decode_rate == rate) return std::move(audio.samples);
+  return media::ResampleMono(audio.samples, decode_rate, rate);
+}
+
 StatusOr<Tensor> AudioDecoderService::EncodeReference(const std::string& bytes) const {
   const models::UnitBigVgan& zs = *options_.zero_shot;
-  OMNI_ASSIGN_OR_RETURN(media::Audio audio,
-                        media::DecodeAudio(bytes, {.sample_rate = zs.config().sampling_rate,
-                                                   .max_seconds = options_.max_ref_audio_seconds}));
-  return zs.SpeakerFromClip(audio.samples);
+  OMNI_ASSIGN_OR_RETURN(std::vector<float> samples,
+                        LoadReferenceClip(bytes, zs.config().sampling_rate, options_.ref_down_sample_rate,
+                                          options_.max_ref_audio_seconds));
+  return zs.SpeakerFromClip(samples);
 }
 
 StatusOr<AudioDecodeResult> AudioDecoderService::Decode(const AudioDecodeRequest& request) const {

@@ -74,8 +74,17 @@ struct AudioDecoderServiceOptions {
   VocodeFn vocode_zero_shot;
   const media::MediaFetcher* fetcher = nullptr;
   double max_ref_audio_seconds = 60;  // longer reference clips are refused
+  int ref_down_sample_rate = 0;        // LoadReferenceClip's down_rate; 0: none
   size_t speaker_cache_entries = 256;  // reference clips' vectors kept, by SHA-256
 };
+
+// A reference clip's samples at the vocoder's `rate`, as OmniServe loads
+// them: decoded to mono at `rate`; or, given `down_rate` (OmniServe's
+// AUDIOLLM_DOWN_SAMPLE_RATE, 0 for none), decoded at that rate and resampled
+// back up to `rate`, which keeps only what lies below down_rate / 2 (it does
+// so "to reduce noise"). Errors are the media layer's (a clip that is not
+// audio, or longer than max_seconds).
+StatusOr<std::vector<float>> LoadReferenceClip(std::string_view bytes, int rate, int down_rate, double max_seconds);
 
 struct AudioDecodeStageTimes {
   double vocode_ms = 0, encode_ms = 0, store_ms = 0;

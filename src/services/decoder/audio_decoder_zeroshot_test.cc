@@ -195,5 +195,84 @@ TEST_F(AudioDecoderZeroShotTest, BadReferenceClipsGetPreciseErrors) {
   EXPECT_EQ(Clips("encoded"), -1);  // no clip was ever encoded
 }
 
+// OmniServe's AUDIOLLM_DOWN_SAMPLE_RATE: a clip decoded at a lower rate and
+// resampled back up keeps only what lies below half that rate, at the
+// vocoder's rate and length.
+double ToneAmplitude(const std::vector<float>& x, double hz, int rate) {
+  const size_t from = x.size() / 4, n = x.size() / 2;  // the middle half: no edge effects
+  double re = 0, im = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double phase = 2 * M_PI * hz * static_cast<double>(from + i) / rate;
+    re += x[from + i] * std::cos(phase);
+    im -= x[from + i] * std::sin(phase);
+  }
+  return 2 * std::hypot(re, im) / static_cast<double>(n);
+}
+
+TEST(LoadReferenceClipTest, DownSamplingKeepsOnlyWhatLiesBelowHalfTheRate) {
+  std::vector<int16_t> pcm(24000);
+  for (size_t i = 0; i < pcm.size(); ++i) {
+    const double t = static_cast<double>(i) / 24000;
+    pcm[i] = static_cast<int16_t>(std::lround(8192 * (std::sin(2 * M_PI * 1000 * t) + std::sin(2 * M_PI * 10000 * t))));
+  }
+  auto wav = media::EncodeAudio(pcm, 24000, media::AudioFormat::kWav);
+  ASSERT_TRUE(wav.ok()) << wav.status().ToString();
+
+  auto plain = LoadReferenceClip(*wav, 24000, 0, 60);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  ASSERT_EQ(plain->size(), 24000u);
+  EXPECT_NEAR(ToneAmplitude(*plain, 1000, 24000), 0.25, 0.25 * 0.01);
+  EXPECT_NEAR(ToneAmplitude(*plain, 10000, 24000), 0.25, 0.25 * 0.01);
+
+  auto down = LoadReferenceClip(*wav, 24000, 16000, 60);
+  ASSERT_TRUE(down.ok()) << down.status().ToString();
+  EXPECT_NEAR(static_cast<double>(down->size()), 24000, 1);
+  EXPECT_NEAR(ToneAmplitude(*down, 1000, 24000), 0.25, 0.25 * 0.02);
+  EXPECT_LT(ToneAmplitude(*down, 10000, 24000), 0.25 * 1e-3);  // 10 kHz is above 16 kHz's Nyquist
+
+  // Errors are the media layer's, as without down-sampling.
+  EXPECT_EQ(LoadReferenceClip("not audio", 24000, 16000, 60).status().code(),
+            LoadReferenceClip("not audio", 24000, 0, 60).status().code());
+  EXPECT_FALSE(LoadReferenceClip("not audio", 24000, 16000, 60).ok());
+}
+
+// The service's ref_down_sample_rate: the voice is the encoder's vector of
+// the clip loaded that way.
+TEST_F(AudioDecoderZeroShotTest, ADownSampleRateChangesTheClipTheEncoderHears) {
+  MetricsRegistry metrics;  // its own: the fixture's service has registered its families
+  AudioDecoderService down({.model_id = "omni-ad",
+                            .store = &store_.store(),
+                            .store_uri = store_.uri(),
+                            .metrics = &metrics,
+                            .zero_shot = demo_.zero_shot.get(),
+                            .vocode_zero_shot = [this](const VocodeInput& in) { return zs_batcher_.Forward(in); },
+                            .fetcher = &fetcher_,
+                            .ref_down_sample_rate = 8000},
+                           *demo_.model, *demo_.speakers, [this](const VocodeInput& in) { return batcher_.Forward(in); });
+  const std::vector<int32_t> units = TestUnits(20);
+  const std::string clip = ClipDataUrl(900);  // its fifth harmonic, 4.5 kHz, is above 8 kHz's Nyquist
+  const nlohmann::json body = {{"units", units}, {"speaker", {{"ref_audio", clip}}}};
+  auto request = ParseAudioDecodeRequest(body.dump(), down.num_units());
+  ASSERT_TRUE(request.ok()) << request.status().ToString();
+  request->inline_audio = true;
+  request->format = media::AudioFormat::kPcm16;
+  auto r = down.Decode(*request);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+
+  auto fetched = fetcher_.Fetch(clip);
+  ASSERT_TRUE(fetched.ok());
+  auto heard = LoadReferenceClip(fetched->bytes, 24000, 8000, 60);
+  ASSERT_TRUE(heard.ok()) << heard.status().ToString();
+  auto vector = demo_.zero_shot->SpeakerFromClip(*heard);
+  ASSERT_TRUE(vector.ok()) << vector.status().ToString();
+  auto wave = demo_.zero_shot->Vocode(units, *vector);
+  ASSERT_TRUE(wave.ok());
+  EXPECT_EQ(Pcm(r->audio_bytes), models::ToPcm16(*wave));
+
+  auto plain = Decode(body);  // the fixture's service: no down-sampling
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_NE(Pcm(plain->audio_bytes), Pcm(r->audio_bytes));
+}
+
 }  // namespace
 }  // namespace omni::decoder
