@@ -22,7 +22,6 @@
 #include <cstring>
 
 #include "backend/cpu/kernels.h"
-#include "backend/cpu/spin_team.h"
 
 #ifndef OMNI_ISA_TABLE
 #error "OMNI_ISA_TABLE (the table function's name) is set per level by the build"

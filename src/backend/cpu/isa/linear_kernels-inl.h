@@ -147,12 +147,8 @@ void GemvStrip(const PackedLinearArgs& a, int64_t nb) {
 // bound, runs of 8-16 0.84-0.94; against fixed runs of a quarter of each
 // thread's share, guided runs gave served batch-1 decode +4% (the bench
 // model's 1024-wide matrices are only 16-24 blocks).
-// On the spin team (spin_team.h) when it is free, which hands out runs the
-// same way without OpenMP's two barriers and their system calls per call.
 void PackedGemv(const PackedLinearArgs& a) {
   const int64_t n_blocks = (a.n + 63) / 64;
-  auto strip = [](void* args, int64_t nb, int) { GemvStrip(*static_cast<const PackedLinearArgs*>(args), nb); };
-  if (TeamFor(a.threads, n_blocks, strip, const_cast<PackedLinearArgs*>(&a))) return;
 #pragma omp parallel for num_threads(a.threads) schedule(guided)
   for (int64_t nb = 0; nb < n_blocks; ++nb) GemvStrip(a, nb);
 }
