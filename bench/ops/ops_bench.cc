@@ -7,11 +7,13 @@
 //    cycling 8 layers (256 MiB) so weights come from DRAM, not cache.
 //  - BM_StreamRead: the streaming sum alone.
 //  - BM_DecodeStepGemv: the same for one decode step of the `bench` demo
-//    model's shapes (48 matmuls and the lm_head, 400 MiB).
+//    model's shapes (48 matmuls and the lm_head, 400 MiB), on OpenMP
+//    (team:0) and on the LLM engine's spin team (team:1).
+//  - BM_GemvFromMemory: the M=1 GEMV of one of those shapes, from memory.
 //  - BM_GemvInCache: the M=1 GEMV on weights already in cache (the
 //    level's arithmetic ceiling for decode, plus the call's fixed cost).
 //  - BM_LinearCallCost: the fixed cost of one M=1 Linear call, on weights
-//    too small to matter.
+//    too small to matter, on OpenMP (team:0) and on the spin team (team:1).
 //  - BM_AttentionPrefill: causal self-attention, 16 heads x 128 dim, bf16.
 #include <benchmark/benchmark.h>
 #include <omp.h>
@@ -21,6 +23,7 @@
 #include <cmath>
 #include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <thread>
 #include <vector>
 
 #include "backend/cpu/cpu_isa.h"
@@ -194,6 +197,7 @@ BENCHMARK(BM_StreamRead)->Unit(benchmark::kMillisecond)->Iterations(1);
 void BM_DecodeStepGemv(benchmark::State& state) {
   const int64_t hidden = 1024, inter = 2816, layers = 12, vocab = 73728;
   const int64_t m = state.range(0);
+  ops::EnableSpinTeam(state.range(1) != 0);
   const std::vector<std::pair<int64_t, int64_t>> layer_shapes = {
       {1536, hidden}, {hidden, hidden}, {2 * inter, hidden}, {hidden, inter}};
   std::vector<ops::Linear> linears;
@@ -217,6 +221,9 @@ void BM_DecodeStepGemv(benchmark::State& state) {
   int64_t steps = 0;
   for (auto _ : state) {
     stream_gbps = std::max(stream_gbps, StreamReadGBps(big_data, big_n, 1));
+    // libgomp's workers spin some 5 ms after the stream's OpenMP region; let
+    // them sleep, so the team's loops do not share the cores with them.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
     auto a = Clock::now();
     for (int rep = 0; rep < 4; ++rep, ++steps)
       for (size_t i = 0; i < linears.size(); ++i) benchmark::DoNotOptimize(linears[i].Forward(inputs[i]).raw_data());
@@ -229,7 +236,52 @@ void BM_DecodeStepGemv(benchmark::State& state) {
   state.counters["step_ms"] = time / steps * 1e3;
   state.counters["GMACs"] = bytes / 2 * m * steps / time / 1e9;
 }
-BENCHMARK(BM_DecodeStepGemv)->Arg(1)->Arg(16)->ArgName("M")->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK(BM_DecodeStepGemv)
+    ->ArgsProduct({{1, 16}, {0, 1}})
+    ->ArgNames({"M", "team"})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5);
+
+// One shape of the decode step at M=1 (Args: n, k), cycling through copies
+// of it that add up to 256 MiB, so weights come from memory: the weight
+// stream of one shape against the streaming bound. Small matrices pay the
+// call's fixed cost and the prefetchers' ramp-up per call; the lm_head shows
+// the steady rate.
+void BM_GemvFromMemory(benchmark::State& state) {
+  const int64_t n = state.range(0), k = state.range(1);
+  const int64_t copies = std::max<int64_t>(2, (int64_t{256} << 20) / (n * k * 2));
+  ops::EnableSpinTeam(true);  // as the LLM engine runs it
+  std::vector<ops::Linear> linears;
+  for (int64_t i = 0; i < copies; ++i) linears.emplace_back(Filled({n, k}, DType::kBF16, 0.02f));
+  Tensor x = Filled({1, k}, DType::kF32, 1.f);
+  const int64_t big_n = int64_t{1} << 28;
+  cpu::HugeBuffer big(big_n * sizeof(float));
+  float* big_data = static_cast<float*>(big.data());
+  std::fill_n(big_data, big_n, 1.f);
+  double stream_gbps = 0, time = 0, bytes = 0;
+  for (auto _ : state) {
+    stream_gbps = std::max(stream_gbps, StreamReadGBps(big_data, big_n, 1));
+    auto a = Clock::now();
+    for (int rep = 0; rep < 4; ++rep)
+      for (auto& l : linears) {
+        benchmark::DoNotOptimize(l.Forward(x).raw_data());
+        bytes += static_cast<double>(l.packed_bytes());
+      }
+    time += Seconds(a, Clock::now());
+  }
+  state.counters["stream_GBps"] = stream_gbps;
+  state.counters["GBps"] = bytes / time / 1e9;
+  state.counters["fraction_of_stream"] = bytes / time / 1e9 / stream_gbps;
+  state.counters["us_per_call"] = time / (static_cast<double>(state.iterations()) * 4 * copies) * 1e6;
+}
+BENCHMARK(BM_GemvFromMemory)
+    ->Args({1024, 1024})
+    ->Args({1536, 1024})
+    ->Args({5632, 1024})
+    ->Args({1024, 2816})
+    ->Args({73728, 1024})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5);
 
 // Causal prefill, 16 query heads, 16 kv heads, head dim 128, bf16.
 void BM_AttentionPrefill(benchmark::State& state) {
@@ -254,6 +306,7 @@ BENCHMARK(BM_AttentionPrefill)->Arg(1024)->Arg(8192)->Unit(benchmark::kMilliseco
 // OMP_NUM_THREADS=1 and 2 and OMNI_CPU_ISA=<level>.
 void BM_GemvInCache(benchmark::State& state) {
   const int64_t n = 256, k = 1024;
+  ops::EnableSpinTeam(true);  // as the LLM engine runs it
   ops::Linear l(Filled({n, k}, DType::kBF16, 0.02f));
   Tensor x = Filled({1, k}, DType::kF32, 1.f);
   for (int i = 0; i < 100; ++i) l.Forward(x);
@@ -273,15 +326,17 @@ BENCHMARK(BM_GemvInCache)->Unit(benchmark::kMillisecond)->Iterations(5);
 
 // One M=1 Linear call on 64 x 64 bf16 weights (8 KiB, in L1): what a call
 // costs besides its weight stream (the input's conversion, the output's
-// allocation, the OpenMP region and its barriers). A decode step of the
-// `bench` model makes 49 such calls. Run it with OMP_NUM_THREADS=1 and 2.
+// allocation, the parallel loop's hand-off: OpenMP's region and barriers,
+// or the spin team's). A decode step of the `bench` model makes 49 such
+// calls. Run it with OMP_NUM_THREADS=1 and 2.
 void BM_LinearCallCost(benchmark::State& state) {
+  ops::EnableSpinTeam(state.range(0) != 0);
   ops::Linear l(Filled({64, 64}, DType::kBF16, 0.02f));
   Tensor x = Filled({1, 64}, DType::kF32, 1.f);
   for (int i = 0; i < 100; ++i) l.Forward(x);
   for (auto _ : state) benchmark::DoNotOptimize(l.Forward(x).raw_data());
 }
-BENCHMARK(BM_LinearCallCost)->Unit(benchmark::kMicrosecond)->MinTime(1.0);
+BENCHMARK(BM_LinearCallCost)->Arg(0)->Arg(1)->ArgName("team")->Unit(benchmark::kMicrosecond)->MinTime(1.0);
 
 }  // namespace
 }  // namespace omni

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "ops/threading.h"
+
 namespace omni {
 namespace {
 
@@ -166,6 +168,10 @@ Status EngineCore::Step() {
   const StepBatch batch = BuildBatch(sched);
   int64_t rows = 0;
   for (const StepSequence& s : batch.sequences) rows += s.needs_logits ? 1 : 0;
+  // A decode step is some 60 short parallel loops: on the spin team they
+  // skip OpenMP's barriers; a step with a prompt chunk has oneDNN's OpenMP
+  // matmuls, and its loops stay on OpenMP beside them (docs/OPS.md, "Threads").
+  ops::EnableSpinTeam(ops::SpinTeamSuits(sched.num_tokens));
   StatusOr<StepOutput> result = runner_->Step(batch);
   Status status = result.status();
   if (status.ok()) {
@@ -203,8 +209,7 @@ void EngineCore::ProcessLogits(const SchedulerOutput& sched, const Tensor& logit
   // was a third of a 16-sequence decode step); tokens are appended in order.
   std::vector<SampledToken> tokens(sampled.size());
   const int64_t n = static_cast<int64_t>(sampled.size());
-#pragma omp parallel for schedule(dynamic, 1) if (n > 1)
-  for (int64_t i = 0; i < n; ++i) {
+  ops::ParallelFor(n, [&](int64_t i) {
     const Sequence* seq = sampled[i];
     std::span<const float> row_logits(data + i * vocab_size_, vocab_size_);
     std::vector<TokenRange> allowed;
@@ -216,7 +221,7 @@ void EngineCore::ProcessLogits(const SchedulerOutput& sched, const Tensor& logit
     }
     tokens[i] = SampleToken(row_logits, seq->params, SamplingHistory{seq->prompt(), seq->output()}, seq->seed,
                             TokenMask{allowed, banned});
-  }
+  });
   for (int64_t i = 0; i < n; ++i) AppendToken(sampled[i], std::move(tokens[i]));
 }
 

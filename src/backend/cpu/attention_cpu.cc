@@ -29,10 +29,12 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "backend/cpu/cpu_common.h"
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/parallel.h"
 
 namespace omni::cpu {
 namespace {
@@ -406,24 +408,41 @@ void Attention(std::span<const AttentionProblem> problems) {
   // dynamic scheduling balances the short ones at the end.
   std::stable_sort(tasks.begin(), tasks.end(), [](const Task& a, const Task& b) { return a.cost > b.cost; });
   const int64_t n = static_cast<int64_t>(tasks.size());
-#pragma omp parallel num_threads(static_cast<int>(std::min<int64_t>(NumThreads(), n)))
-  {
-    const AttentionKernels& kernels = Kernels().attention;
-    if (kernels.amx_begin) kernels.amx_begin();
+  // Each thread's scratch, made when it first needs it.
+  struct Worker {
     std::optional<Scratch<kBq>> large;
     std::optional<Scratch<kSmallBq>> small;
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t i = 0; i < n; ++i) {
-      const Task& t = tasks[i];
-      const AttentionProblem& p = problems[t.problem];
-      if (t.small) {
-        if (!small) small.emplace(p.d, UseBf16Path(p));
-        BlockRunner<kSmallBq>(p, vis[t.problem]).Run(t.tile, *small);
-      } else {
-        if (!large) large.emplace(p.d, UseBf16Path(p));
-        BlockRunner<kBq>(p, vis[t.problem]).Run(t.tile, *large);
-      }
+  };
+  struct Loop {
+    std::span<const AttentionProblem> problems;
+    const std::vector<Visibility>& vis;
+    const std::vector<Task>& tasks;
+    std::vector<Worker> workers;
+  } loop{problems, vis, tasks, std::vector<Worker>(static_cast<size_t>(NumThreads()))};
+  auto run = [](void* l, int64_t i, int thread) {
+    Loop& loop = *static_cast<Loop*>(l);
+    Worker& w = loop.workers[static_cast<size_t>(thread)];
+    const Task& t = loop.tasks[static_cast<size_t>(i)];
+    const AttentionProblem& p = loop.problems[static_cast<size_t>(t.problem)];
+    if (t.small) {
+      if (!w.small) w.small.emplace(p.d, UseBf16Path(p));
+      BlockRunner<kSmallBq>(p, loop.vis[static_cast<size_t>(t.problem)]).Run(t.tile, *w.small);
+    } else {
+      if (!w.large) w.large.emplace(p.d, UseBf16Path(p));
+      BlockRunner<kBq>(p, loop.vis[static_cast<size_t>(t.problem)]).Run(t.tile, *w.large);
     }
+  };
+  const AttentionKernels& kernels = Kernels().attention;
+  if (Kernels().team_loops) {
+    ParallelFor(n, true, /*max_run=*/1, [&](int64_t i, int thread) { run(&loop, i, thread); });
+    return;
+  }
+  // AMX: each thread configures its tiles around its share.
+#pragma omp parallel num_threads(static_cast<int>(std::min<int64_t>(NumThreads(), n)))
+  {
+    if (kernels.amx_begin) kernels.amx_begin();
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t i = 0; i < n; ++i) run(&loop, i, omp_get_thread_num());
     if (kernels.amx_end) kernels.amx_end();
   }
 }

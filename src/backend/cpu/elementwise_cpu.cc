@@ -3,6 +3,7 @@
 
 #include "backend/cpu/cpu_common.h"
 #include "backend/cpu/elementwise_cpu.h"
+#include "backend/cpu/parallel.h"
 
 namespace omni::cpu {
 namespace {
@@ -69,8 +70,8 @@ double ExpShifted(std::span<float> v, float shift) {
 
 void Unary(UnaryKind kind, const Tensor& x, const Tensor& out, float arg) {
   const int64_t n = x.numel();
-#pragma omp parallel for num_threads(NumThreads()) if (n > 4 * kChunk)
-  for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
+  ParallelFor((n + kChunk - 1) / kChunk, n > 4 * kChunk, 0, [&](int64_t chunk, int) {
+    const int64_t c0 = chunk * kChunk;
     float buf[kChunk];
     const int64_t len = std::min(kChunk, n - c0);
     ToF32(AddElems(x.raw_data(), c0, x.dtype()), x.dtype(), buf, len);
@@ -80,7 +81,7 @@ void Unary(UnaryKind kind, const Tensor& x, const Tensor& out, float arg) {
       for (int64_t i = 0; i < len; ++i) buf[i] = Apply(kind, buf[i], arg);
     }
     FromF32(buf, out.dtype(), AddElems(out.raw_data(), c0, out.dtype()), len);
-  }
+  });
 }
 
 void Binary(BinaryKind kind, const Tensor& a, const Tensor& b, const Tensor& out) {
@@ -91,8 +92,7 @@ void Binary(BinaryKind kind, const Tensor& a, const Tensor& b, const Tensor& out
   const int64_t inner = r ? shape.back() : 1;
   const int64_t ia = r ? sa.back() : 0, ib = r ? sb.back() : 0;
   const int64_t rows = out.numel() / inner;
-#pragma omp parallel for num_threads(NumThreads()) if (out.numel() > 4 * kChunk)
-  for (int64_t row = 0; row < rows; ++row) {
+  ParallelFor(rows, out.numel() > 4 * kChunk, 0, [&](int64_t row, int) {
     int64_t oa = 0, ob = 0, rem = row;
     for (int d = r - 2; d >= 0; --d) {
       const int64_t idx = rem % shape[d];
@@ -112,7 +112,7 @@ void Binary(BinaryKind kind, const Tensor& a, const Tensor& b, const Tensor& out
       }
       FromF32(fa, out.dtype(), AddElems(out.raw_data(), row * inner + c0, out.dtype()), len);
     }
-  }
+  });
 }
 
 void Snake(const Tensor& x, const Tensor& alpha, const Tensor& beta, bool log_scale, const Tensor& out) {
@@ -146,11 +146,10 @@ void Embedding(const Tensor& table, std::span<const int64_t> ids, const Tensor& 
   const int64_t d = table.dim(1);
   const size_t row_bytes = static_cast<size_t>(d) * DTypeSize(table.dtype());
   const int64_t n = static_cast<int64_t>(ids.size());
-#pragma omp parallel for num_threads(NumThreads()) if (n * d > 4 * kChunk)
-  for (int64_t i = 0; i < n; ++i) {
+  ParallelFor(n, n * d > 4 * kChunk, 0, [&](int64_t i, int) {
     std::memcpy(AddElems(out.raw_data(), i * d, out.dtype()), AddElems(table.raw_data(), ids[i] * d, table.dtype()),
                 row_bytes);
-  }
+  });
 }
 
 }  // namespace omni::cpu

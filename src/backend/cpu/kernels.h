@@ -93,6 +93,9 @@ struct CpuKernels {
   void (*anti_aliased_snake_row)(const float* in, int64_t t, float alpha, float inv_beta, const float* f, float* out,
                                  float* scratch);
   AttentionKernels attention;
+  // Parallel loops run on the spin team (spin_team.h); false at AMX, whose
+  // tiles need OpenMP's per-thread setup, so a step there is all OpenMP.
+  bool team_loops = true;
 };
 
 // The table of the active level (ActiveIsa()).

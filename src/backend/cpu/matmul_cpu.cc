@@ -11,6 +11,7 @@
 #include "backend/cpu/cpu_common.h"
 #include "backend/cpu/dnnl_context.h"
 #include "backend/cpu/huge_buffer.h"
+#include "backend/cpu/parallel.h"
 #include "core/log.h"
 
 namespace omni::cpu {
@@ -37,8 +38,7 @@ memory::desc PlainDesc(const Tensor& t, memory::data_type dt) {
 // packed weights, so there is still one copy. A batched decode step (up to
 // 16 sequences) is still bound by the weight stream. Every row's sum runs
 // over k in the same order whatever M is, so a sequence's logits do not
-// depend on its batch.
-constexpr int64_t kGemvMaxM = 16;
+// depend on its batch. (kGemvMaxM, matmul_cpu.h.)
 
 // The layout, described for the kernels; false if md is anything else.
 bool DescribePackedBf16(const memory::desc& md, PackedBf16Layout* out) {
@@ -210,15 +210,14 @@ void CpuLinear::Forward(const Tensor& x, const Tensor& out) const {
     src = Tensor::Empty(x.shape(), s.weight_dtype);
     const int64_t rows = m;
     const int64_t k = s.k;
-#pragma omp parallel for num_threads(NumThreads()) if (rows * k > (1 << 16))
-    for (int64_t r = 0; r < rows; ++r) {
+    ParallelFor(rows, rows * k > (1 << 16), 0, [&](int64_t r, int) {
       float buf[1024];
       for (int64_t c = 0; c < k; c += 1024) {
         int64_t len = std::min<int64_t>(1024, k - c);
         ToF32(AddElems(x.raw_data(), r * k + c, x.dtype()), x.dtype(), buf, len);
         FromF32(buf, s.weight_dtype, AddElems(src.raw_data(), r * k + c, s.weight_dtype), len);
       }
-    }
+    });
   }
   if (s.gemv && (m <= kGemvMaxM || s.gemv_all_m)) {
     SmallM(src, out);

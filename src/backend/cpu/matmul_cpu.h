@@ -3,11 +3,17 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "tensor/tensor.h"
 
 namespace omni::cpu {
+
+// The most rows (tokens) a Linear with packed bf16 weights runs on our own
+// GEMV (kernels.h's packed_linear); more go to oneDNN's matmul where it has
+// one for the level.
+constexpr int64_t kGemvMaxM = 16;
 
 // Weights packed once into oneDNN's preferred blocked layout; matmul
 // primitives cached per (M, activation dtype). Thread-safe: Forward may run

@@ -9,6 +9,7 @@
 
 #include "backend/cpu/cpu_common.h"
 #include "backend/cpu/elementwise_cpu.h"
+#include "backend/cpu/parallel.h"
 
 namespace omni::cpu {
 namespace {
@@ -24,18 +25,16 @@ double SumSquares(const float* v, int64_t n) { return Kernels().sum_squares(v, n
 void RmsNorm(const Tensor& x, const Tensor& weight, float eps, float weight_offset, const Tensor& out) {
   const int64_t rows = x.dim(0), d = x.dim(1);
   const float* w = OptionalF32(weight);
-#pragma omp parallel num_threads(NumThreads()) if (x.numel() > 16384)
-  {
-    std::vector<float> buf(d);
-#pragma omp for
-    for (int64_t r = 0; r < rows; ++r) {
-      ToF32(AddElems(x.raw_data(), r * d, x.dtype()), x.dtype(), buf.data(), d);
-      const double ss = SumSquares(buf.data(), d);
-      const float inv = static_cast<float>(1.0 / std::sqrt(ss / d + eps));
-      for (int64_t i = 0; i < d; ++i) buf[i] = buf[i] * inv * (w ? w[i] + weight_offset : 1.f);
-      FromF32(buf.data(), out.dtype(), AddElems(out.raw_data(), r * d, out.dtype()), d);
-    }
-  }
+  // Each thread's row buffer.
+  std::vector<float> scratch(static_cast<size_t>(NumThreads() * d));
+  ParallelFor(rows, x.numel() > 16384, 0, [&](int64_t r, int thread) {
+    float* buf = scratch.data() + thread * d;
+    ToF32(AddElems(x.raw_data(), r * d, x.dtype()), x.dtype(), buf, d);
+    const double ss = SumSquares(buf, d);
+    const float inv = static_cast<float>(1.0 / std::sqrt(ss / d + eps));
+    for (int64_t i = 0; i < d; ++i) buf[i] = buf[i] * inv * (w ? w[i] + weight_offset : 1.f);
+    FromF32(buf, out.dtype(), AddElems(out.raw_data(), r * d, out.dtype()), d);
+  });
 }
 
 void LayerNorm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps, const Tensor& out) {

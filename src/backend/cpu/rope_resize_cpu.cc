@@ -5,6 +5,7 @@
 
 #include "backend/cpu/cpu_common.h"
 #include "backend/cpu/elementwise_cpu.h"
+#include "backend/cpu/parallel.h"
 
 namespace omni::cpu {
 
@@ -14,30 +15,30 @@ void Rope(const Tensor& x, const std::vector<int64_t>& positions, int64_t axes, 
   std::vector<int> axis_of(half);
   for (int64_t a = 0, f = 0; a < axes; ++a)
     for (int64_t k = 0; k < sections[a]; ++k) axis_of[f++] = static_cast<int>(a);
-#pragma omp parallel num_threads(NumThreads()) if (x.numel() > 16384)
-  {
-    std::vector<float> cs(2 * half), buf(d);
-#pragma omp for
-    for (int64_t i = 0; i < t; ++i) {
-      // Angles in double: pos * inv_freq loses ~1e-4 rad in f32 at pos ~4k.
-      for (int64_t f = 0; f < half; ++f) {
-        const double ang = static_cast<double>(positions[axis_of[f] * t + i]) * inv_freq[f];
-        cs[2 * f] = static_cast<float>(std::cos(ang) * attention_scaling);
-        cs[2 * f + 1] = static_cast<float>(std::sin(ang) * attention_scaling);
-      }
-      for (int64_t hh = 0; hh < h; ++hh) {
-        ToF32(AddElems(x.raw_data(), i * x.stride(0) + hh * x.stride(1), x.dtype()), x.dtype(), buf.data(), d);
-        for (int64_t f = 0; f < half; ++f) {
-          // NeoX / HF rotate_half pairs (f, f + half); GPT-J pairs (2f, 2f + 1).
-          const int64_t i0 = interleaved ? 2 * f : f, i1 = interleaved ? 2 * f + 1 : f + half;
-          const float a = buf[i0], b = buf[i1], c = cs[2 * f], s = cs[2 * f + 1];
-          buf[i0] = a * c - b * s;
-          buf[i1] = b * c + a * s;
-        }
-        FromF32(buf.data(), out.dtype(), AddElems(out.raw_data(), (i * h + hh) * d, out.dtype()), d);
-      }
+  // Each thread's cos/sin pairs and head buffer.
+  const int64_t per_thread = 2 * half + d;
+  std::vector<float> scratch(static_cast<size_t>(NumThreads() * per_thread));
+  ParallelFor(t, x.numel() > 16384, 0, [&](int64_t i, int thread) {
+    float* cs = scratch.data() + thread * per_thread;
+    float* buf = cs + 2 * half;
+    // Angles in double: pos * inv_freq loses ~1e-4 rad in f32 at pos ~4k.
+    for (int64_t f = 0; f < half; ++f) {
+      const double ang = static_cast<double>(positions[axis_of[f] * t + i]) * inv_freq[f];
+      cs[2 * f] = static_cast<float>(std::cos(ang) * attention_scaling);
+      cs[2 * f + 1] = static_cast<float>(std::sin(ang) * attention_scaling);
     }
-  }
+    for (int64_t hh = 0; hh < h; ++hh) {
+      ToF32(AddElems(x.raw_data(), i * x.stride(0) + hh * x.stride(1), x.dtype()), x.dtype(), buf, d);
+      for (int64_t f = 0; f < half; ++f) {
+        // NeoX / HF rotate_half pairs (f, f + half); GPT-J pairs (2f, 2f + 1).
+        const int64_t i0 = interleaved ? 2 * f : f, i1 = interleaved ? 2 * f + 1 : f + half;
+        const float a = buf[i0], b = buf[i1], c = cs[2 * f], s = cs[2 * f + 1];
+        buf[i0] = a * c - b * s;
+        buf[i1] = b * c + a * s;
+      }
+      FromF32(buf, out.dtype(), AddElems(out.raw_data(), (i * h + hh) * d, out.dtype()), d);
+    }
+  });
 }
 
 namespace {

@@ -22,6 +22,7 @@
 #include <cstring>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/spin_team.h"
 
 #ifndef OMNI_ISA_TABLE
 #error "OMNI_ISA_TABLE (the table function's name) is set per level by the build"
@@ -95,6 +96,7 @@ constexpr CpuKernels MakeAmxTable() {
   k.packed_linear = PackedLinearAmx;
   k.attention.amx_begin = AmxBegin;
   k.attention.amx_end = AmxEnd;
+  k.team_loops = false;
   k.attention.score_keys_amx = ScoreKeysAmx;
   k.attention.accumulate_pv_amx = AccumulatePvAmx;
   return k;

@@ -147,8 +147,12 @@ void GemvStrip(const PackedLinearArgs& a, int64_t nb) {
 // bound, runs of 8-16 0.84-0.94; against fixed runs of a quarter of each
 // thread's share, guided runs gave served batch-1 decode +4% (the bench
 // model's 1024-wide matrices are only 16-24 blocks).
+// On the spin team (spin_team.h) when it is free, which hands out runs the
+// same way without OpenMP's two barriers and their system calls per call.
 void PackedGemv(const PackedLinearArgs& a) {
   const int64_t n_blocks = (a.n + 63) / 64;
+  auto strip = [](void* args, int64_t nb, int) { GemvStrip(*static_cast<const PackedLinearArgs*>(args), nb); };
+  if (TeamFor(a.threads, n_blocks, strip, const_cast<PackedLinearArgs*>(&a))) return;
 #pragma omp parallel for num_threads(a.threads) schedule(guided)
   for (int64_t nb = 0; nb < n_blocks; ++nb) GemvStrip(a, nb);
 }
@@ -194,38 +198,63 @@ void GemmRows(const PackedLinearArgs& a, const float* wf, const float* x, int64_
   for (int r = 0; r < R; ++r) StoreRow(rows[r], a, r0 + r, nb);
 }
 
+// One 64-column strip of the packed weights, widened to f32 in wf, against
+// every row of xf.
+void GemmStrip(const PackedLinearArgs& a, const float* xf, float* wf, int64_t nb) {
+  const int64_t kp = a.layout.k_padded;
+  const uint32_t* strip = reinterpret_cast<const uint32_t*>(a.w + nb * a.layout.n_block);
+  for (int64_t p = 0; p < kp / 2; ++p)
+    for (int v = 0; v < 64; v += kLanes) {
+      const VI w = LoadI(strip + p * 64 + v);
+      Store(wf + (2 * p) * 64 + v, PairLo(w));
+      Store(wf + (2 * p + 1) * 64 + v, PairHi(w));
+    }
+  for (int64_t m0 = 0; m0 < a.m; m0 += kGemmRows) {
+    const float* x = xf + m0 * kp;
+    switch (Min(kGemmRows, a.m - m0)) {
+      case 1: GemmRows<1>(a, wf, x, m0, nb); break;
+      case 2: GemmRows<2>(a, wf, x, m0, nb); break;
+      case 3: GemmRows<3>(a, wf, x, m0, nb); break;
+      case 4: GemmRows<4>(a, wf, x, m0, nb); break;
+      case 5: GemmRows<5>(a, wf, x, m0, nb); break;
+      default: GemmRows<kGemmRows>(a, wf, x, m0, nb); break;
+    }
+  }
+}
+
+// On the spin team when it is free (the step's other loops are there too),
+// else on OpenMP; both compute the same strips.
 void PackedGemm(const PackedLinearArgs& a) {
   const int64_t kp = a.layout.k_padded, n_blocks = (a.n + 63) / 64;
-  float* xf = new float[a.m * kp];
+  struct Gemm {
+    const PackedLinearArgs& a;
+    float* xf;
+    float* wf;  // a strip's widened weights per thread: kp * 64 floats each
+  } g{a, new float[a.m * kp], new float[a.threads * kp * 64]};
+  auto widen = [](void* c, int64_t r, int) {
+    const Gemm& g = *static_cast<const Gemm*>(c);
+    const int64_t kp = g.a.layout.k_padded;
+    Bf16ToF32(g.a.x + r * kp, g.xf + r * kp, kp);
+  };
+  auto strip = [](void* c, int64_t nb, int thread) {
+    const Gemm& g = *static_cast<const Gemm*>(c);
+    GemmStrip(g.a, g.xf, g.wf + thread * g.a.layout.k_padded * 64, nb);
+  };
+  if (!TeamFor(a.threads, a.m, widen, &g)) {
 #pragma omp parallel for num_threads(a.threads)
-  for (int64_t r = 0; r < a.m; ++r) Bf16ToF32(a.x + r * kp, xf + r * kp, kp);
-#pragma omp parallel num_threads(a.threads)
-  {
-    float* wf = new float[kp * 64];
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t nb = 0; nb < n_blocks; ++nb) {
-      const uint32_t* strip = reinterpret_cast<const uint32_t*>(a.w + nb * a.layout.n_block);
-      for (int64_t p = 0; p < kp / 2; ++p)
-        for (int v = 0; v < 64; v += kLanes) {
-          const VI w = LoadI(strip + p * 64 + v);
-          Store(wf + (2 * p) * 64 + v, PairLo(w));
-          Store(wf + (2 * p + 1) * 64 + v, PairHi(w));
-        }
-      for (int64_t m0 = 0; m0 < a.m; m0 += kGemmRows) {
-        const float* x = xf + m0 * kp;
-        switch (Min(kGemmRows, a.m - m0)) {
-          case 1: GemmRows<1>(a, wf, x, m0, nb); break;
-          case 2: GemmRows<2>(a, wf, x, m0, nb); break;
-          case 3: GemmRows<3>(a, wf, x, m0, nb); break;
-          case 4: GemmRows<4>(a, wf, x, m0, nb); break;
-          case 5: GemmRows<5>(a, wf, x, m0, nb); break;
-          default: GemmRows<kGemmRows>(a, wf, x, m0, nb); break;
-        }
-      }
-    }
-    delete[] wf;
+    for (int64_t r = 0; r < a.m; ++r) widen(&g, r, 0);
   }
-  delete[] xf;
+  if (!TeamFor(a.threads, n_blocks, strip, &g, /*max_run=*/1)) {
+#pragma omp parallel num_threads(a.threads)
+    {
+      float* wf = new float[kp * 64];
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t nb = 0; nb < n_blocks; ++nb) GemmStrip(a, g.xf, wf, nb);
+      delete[] wf;
+    }
+  }
+  delete[] g.wf;
+  delete[] g.xf;
 }
 
 void PackedLinear(const PackedLinearArgs& a) {
