@@ -132,6 +132,23 @@ double StreamReadGBps(const float* data, int64_t n, int passes) {
   return best;
 }
 
+// 1 GiB on huge pages for the streaming bound, touched once so no page
+// fault lands in a reading.
+struct StreamBuffer {
+  static constexpr int64_t kFloats = int64_t{1} << 28;
+  cpu::HugeBuffer buffer{kFloats * sizeof(float)};
+  StreamBuffer() { std::fill_n(data(), kFloats, 1.f); }
+  float* data() { return static_cast<float*>(buffer.data()); }
+  // The bound now; then a pause, since libgomp's workers spin some 5 ms
+  // after the read's OpenMP region and would share the cores with the spin
+  // team's loops timed next.
+  double ReadAndSettle() {
+    const double gbps = StreamReadGBps(data(), kFloats, 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return gbps;
+  }
+};
+
 void BM_DecodeBandwidth(benchmark::State& state) {
   const int64_t nk = 4096;
   constexpr int kLayers = 8;  // 8 x 32 MiB of bf16 weights: far beyond any cache here
@@ -213,17 +230,11 @@ void BM_DecodeStepGemv(benchmark::State& state) {
   linears.emplace_back(Filled({vocab, hidden}, DType::kBF16, 0.02f));
   inputs.push_back(Filled({m, hidden}, DType::kF32, 1.f));
   bytes += static_cast<double>(linears.back().packed_bytes());
-  const int64_t big_n = int64_t{1} << 28;
-  cpu::HugeBuffer big(big_n * sizeof(float));
-  float* big_data = static_cast<float*>(big.data());
-  std::fill_n(big_data, big_n, 1.f);
+  StreamBuffer stream;
   double stream_gbps = 0, time = 0;
   int64_t steps = 0;
   for (auto _ : state) {
-    stream_gbps = std::max(stream_gbps, StreamReadGBps(big_data, big_n, 1));
-    // libgomp's workers spin some 5 ms after the stream's OpenMP region; let
-    // them sleep, so the team's loops do not share the cores with them.
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    stream_gbps = std::max(stream_gbps, stream.ReadAndSettle());
     auto a = Clock::now();
     for (int rep = 0; rep < 4; ++rep, ++steps)
       for (size_t i = 0; i < linears.size(); ++i) benchmark::DoNotOptimize(linears[i].Forward(inputs[i]).raw_data());
@@ -254,13 +265,10 @@ void BM_GemvFromMemory(benchmark::State& state) {
   std::vector<ops::Linear> linears;
   for (int64_t i = 0; i < copies; ++i) linears.emplace_back(Filled({n, k}, DType::kBF16, 0.02f));
   Tensor x = Filled({1, k}, DType::kF32, 1.f);
-  const int64_t big_n = int64_t{1} << 28;
-  cpu::HugeBuffer big(big_n * sizeof(float));
-  float* big_data = static_cast<float*>(big.data());
-  std::fill_n(big_data, big_n, 1.f);
+  StreamBuffer stream;
   double stream_gbps = 0, time = 0, bytes = 0;
   for (auto _ : state) {
-    stream_gbps = std::max(stream_gbps, StreamReadGBps(big_data, big_n, 1));
+    stream_gbps = std::max(stream_gbps, stream.ReadAndSettle());
     auto a = Clock::now();
     for (int rep = 0; rep < 4; ++rep)
       for (auto& l : linears) {

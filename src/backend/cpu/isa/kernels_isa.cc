@@ -16,6 +16,7 @@
 // isa_objects_export_only_tables checks the objects for such symbols.
 #if defined(__x86_64__)
 #include <immintrin.h>
+#include <omp.h>
 #endif
 
 #include <cstdint>

@@ -245,13 +245,8 @@ void PackedGemm(const PackedLinearArgs& a) {
     for (int64_t r = 0; r < a.m; ++r) widen(&g, r, 0);
   }
   if (!TeamFor(a.threads, n_blocks, strip, &g, /*max_run=*/1)) {
-#pragma omp parallel num_threads(a.threads)
-    {
-      float* wf = new float[kp * 64];
-#pragma omp for schedule(dynamic, 1)
-      for (int64_t nb = 0; nb < n_blocks; ++nb) GemmStrip(a, g.xf, wf, nb);
-      delete[] wf;
-    }
+#pragma omp parallel for num_threads(a.threads) schedule(dynamic, 1)
+    for (int64_t nb = 0; nb < n_blocks; ++nb) strip(&g, nb, omp_get_thread_num());
   }
   delete[] g.wf;
   delete[] g.xf;
